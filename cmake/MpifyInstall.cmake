@@ -1,0 +1,19 @@
+# cmake --install: headers, libmpify.so, mpify-worker and a CMake package so that
+# find_package(mpify) gives the target mpify::mpify.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/mpify DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS mpify mpify-worker EXPORT mpifyTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT mpifyTargets NAMESPACE mpify:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)
+
+configure_package_config_file(cmake/mpifyConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mpifyConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)

@@ -1,0 +1,73 @@
+#pragma once
+// The errors mpify throws. Every one is an mpify::Error; the subclasses tell apart
+// "you called it wrong" (nothing was started), "a worker could not be started" and
+// "one or more ranks failed" (with the details of each failed rank).
+#include <mpify/export.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpify {
+
+/// Base of every error mpify throws; `what()` is a complete, human-readable message.
+class MPIFY_API Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Bad input detected before anything was spawned (bad n, unregistered function, ...).
+class MPIFY_API UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A worker process could not be started (mpify-worker missing, exec failed, ...).
+/// Workers already started were stopped and reaped before this is thrown.
+class MPIFY_API SpawnError : public Error {
+public:
+    using Error::Error;
+};
+
+/// How one rank failed. `describe()` renders it the way `WorkerError::what()` shows it.
+struct MPIFY_API RankFailure {
+    /// What went wrong with the rank.
+    enum class Kind {
+        threw,      ///< fn (or the context) threw; exception_type and message are set
+        signaled,   ///< the process was killed by `signal`
+        exited,     ///< the process exited with `exit_code` without returning a result
+        timed_out,  ///< still running when Options::timeout expired
+        protocol,   ///< the worker broke the channel protocol (a bug, or fn closed fd 3)
+    };
+    int rank = -1;                         ///< global rank within the ranch call
+    Kind kind = Kind::threw;               ///< what happened
+    std::string exception_type;            ///< demangled type of the exception (threw)
+    std::string message;                   ///< what() of the exception, or a description
+    int signal = 0;                        ///< signal number (signaled)
+    int exit_code = 0;                     ///< exit status (exited)
+    std::vector<std::string> stderr_tail;  ///< last lines the rank wrote to stderr
+    /// One paragraph: "rank 2 was killed by SIGSEGV (Segmentation fault); last stderr ...".
+    std::string describe() const;
+};
+
+/// One or more ranks failed. `what()` names every failed rank with its reason;
+/// `failures()` gives them one by one, in the order they happened (the first is
+/// usually the cause, later ones its consequences).
+class MPIFY_API WorkerError : public Error {
+public:
+    /// Builds the error; `context` is the first line ("mpify::ranch(train, n=4): ...").
+    WorkerError(const std::string& context, std::vector<RankFailure> failures);
+    /// The failed ranks, first failure first.
+    const std::vector<RankFailure>& failures() const noexcept { return failures_; }
+
+private:
+    std::vector<RankFailure> failures_;
+};
+
+/// Options::timeout expired; `failures()` lists the ranks that were still running.
+class MPIFY_API TimeoutError : public WorkerError {
+public:
+    using WorkerError::WorkerError;
+};
+
+}  // namespace mpify

@@ -1,0 +1,9 @@
+#pragma once
+// MPIFY_API marks what libmpify.so exports. The library is built with hidden visibility,
+// so only the declarations marked here are part of its ABI. Exception classes must be
+// exported too: a catch in user code matches them by their type_info.
+#if defined(MPIFY_BUILDING_LIBRARY)
+#define MPIFY_API __attribute__((visibility("default")))
+#else
+#define MPIFY_API
+#endif

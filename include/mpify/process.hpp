@@ -1,0 +1,22 @@
+#pragma once
+// Who am I? The process-level entry point and rank queries.
+#include <mpify/export.hpp>
+
+namespace mpify {
+
+/// Call first thing in `main` of every program that ranches functions defined in the
+/// program itself. In a worker started by mpify this serves the call and ends the
+/// process (it never returns); in any other process it returns at once.
+MPIFY_API void init(int argc, char** argv);
+
+/// This process's rank among the processes of the current ranch call: LOCAL_RANK, or 0
+/// outside any call.
+MPIFY_API int local_rank();
+
+/// Number of processes of the current ranch call: LOCAL_WORLD_SIZE, or 1 outside any call.
+MPIFY_API int local_world_size();
+
+/// True in a process that mpify started to serve a call.
+MPIFY_API bool is_worker();
+
+}  // namespace mpify

@@ -1,0 +1,118 @@
+#pragma once
+// mpify::ranch: run one registered function on n processes and gather the results.
+#include <mpify/detail/blob.hpp>
+#include <mpify/detail/function_traits.hpp>
+#include <mpify/export.hpp>
+#include <mpify/options.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+namespace mpify {
+
+/// The default context of a ranch call: nothing around fn.
+struct NoContext {};
+
+namespace detail {
+
+/// What the compiled part needs to know about the call; templates fill it in.
+struct CallRequest {
+    const void* function = nullptr;  ///< address of the registered function
+    std::string args;                ///< the serialized arguments
+    std::string context_key;         ///< typeid name of the context, empty for none
+    std::string context_name;        ///< readable name of the context, for messages
+};
+
+/// Validates, spawns, runs `local_call` as the caller's rank (if any), supervises and
+/// reaps. Returns each rank's result blob, indexed by rank (empty for the caller's rank
+/// and when results are not gathered). Throws mpify::Error subclasses.
+MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n,
+                                             const CallRequest& request,
+                                             const std::function<void()>& local_call);
+
+template <class R>
+using ranch_result_t = std::conditional_t<std::is_void_v<R>, void, std::vector<R>>;
+
+template <class Ctx, class Body>
+void with_context(Body&& body) {
+    if constexpr (std::is_same_v<Ctx, NoContext>) {
+        body();
+    } else {
+        Ctx context;
+        body();
+    }
+}
+
+}  // namespace detail
+
+/// Runs `fn(args...)` on `n` processes and returns each rank's result, indexed by rank.
+///
+/// `fn` must be registered with MPIFY_REGISTER. The caller runs it as rank
+/// `options.caller_rank` (default 0; std::nullopt: n new processes); the other ranks
+/// are fresh processes, reaped before ranch returns. `Ctx` (registered with
+/// MPIFY_REGISTER_CONTEXT) is constructed around fn in every rank. Throws UsageError
+/// before spawning anything on bad input, WorkerError / TimeoutError when ranks fail
+/// (after stopping and reaping the rest), and rethrows the caller's own exception when
+/// fn throws in the caller. A void fn gives a void ranch.
+template <class Ctx = NoContext, class R, class... P, class... A>
+detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (*fn)(P...),
+                                              A&&... args) {
+    using F = R (*)(P...);
+    using traits = detail::function_traits<F>;
+    using Result = typename traits::result;
+    detail::check_shippable<F>();
+    static_assert(sizeof...(P) == sizeof...(A),
+                  "mpify::ranch: the number of arguments does not match fn's parameters");
+    static_assert(std::is_default_constructible_v<Ctx>,
+                  "mpify::ranch: the context type must be default-constructible");
+
+    typename traits::params params(std::forward<A>(args)...);
+    detail::CallRequest request;
+    request.function = reinterpret_cast<const void*>(fn);
+    request.args = std::apply([](const auto&... p) { return detail::to_blob(p...); }, params);
+    if constexpr (!std::is_same_v<Ctx, NoContext>) {
+        request.context_key = typeid(Ctx).name();
+        request.context_name = typeid(Ctx).name();
+    }
+
+    if constexpr (std::is_void_v<Result>) {
+        detail::run_ranch(options, n, request, [&] {
+            detail::with_context<Ctx>([&] { std::apply(fn, std::move(params)); });
+        });
+    } else {
+        std::optional<Result> own;
+        const std::vector<std::string> blobs = detail::run_ranch(options, n, request, [&] {
+            detail::with_context<Ctx>([&] { own.emplace(std::apply(fn, std::move(params))); });
+        });
+        std::vector<Result> results;
+        if (!options.gather) {
+            if (own) results.push_back(std::move(*own));
+            return results;
+        }
+        results.reserve(static_cast<std::size_t>(n));
+        for (int rank = 0; rank < n; ++rank) {
+            if (options.caller_rank == rank) {
+                results.push_back(std::move(*own));
+            } else {
+                Result value{};
+                detail::from_blob(blobs[static_cast<std::size_t>(rank)], value);
+                results.push_back(std::move(value));
+            }
+        }
+        return results;
+    }
+}
+
+/// ranch with default Options: the caller is rank 0, every result is gathered.
+template <class Ctx = NoContext, class R, class... P, class... A>
+detail::ranch_result_t<std::decay_t<R>> ranch(int n, R (*fn)(P...), A&&... args) {
+    return ranch<Ctx>(Options{}, n, fn, std::forward<A>(args)...);
+}
+
+}  // namespace mpify

@@ -1,0 +1,164 @@
+#include "channel.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+namespace mpify::detail {
+namespace {
+
+class WireWriter {
+public:
+    void u32(std::uint32_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+    void str(std::string_view s) {
+        u32(static_cast<std::uint32_t>(s.size()));
+        out_.append(s.data(), s.size());
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+class WireReader {
+public:
+    explicit WireReader(std::string_view in) : in_(in) {}
+    std::uint32_t u32() {
+        need(sizeof(std::uint32_t));
+        std::uint32_t v;
+        std::memcpy(&v, in_.data() + pos_, sizeof v);
+        pos_ += sizeof v;
+        return v;
+    }
+    std::string str() {
+        const std::uint32_t size = u32();
+        need(size);
+        std::string s(in_.substr(pos_, size));
+        pos_ += size;
+        return s;
+    }
+    std::size_t position() const { return pos_; }
+
+private:
+    void need(std::size_t n) const {
+        if (in_.size() - pos_ < n) throw std::runtime_error("mpify: truncated message on the channel");
+    }
+    std::string_view in_;
+    std::size_t pos_ = 0;
+};
+
+void write_all(int fd, const char* data, std::size_t size) {
+    while (size > 0) {
+        const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "mpify: writing to the channel");
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+// Reads exactly `size` bytes; false on end of stream before the first byte.
+bool read_exact(int fd, char* data, std::size_t size) {
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::read(fd, data + done, size - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "mpify: reading the channel");
+        }
+        if (n == 0) {
+            if (done == 0) return false;
+            throw std::runtime_error("mpify: the channel closed in the middle of a message");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string frame_header(FrameType type, std::uint64_t payload_size) {
+    std::string header(frame_header_size, '\0');
+    header[0] = static_cast<char>(type);
+    std::memcpy(&header[1], &payload_size, sizeof payload_size);
+    return header;
+}
+
+std::string encode_call_meta(const CallMeta& meta) {
+    WireWriter w;
+    w.u32(static_cast<std::uint32_t>(meta.rank));
+    w.u32(static_cast<std::uint32_t>(meta.world_size));
+    w.u32(meta.want_result ? 1 : 0);
+    w.str(meta.function);
+    w.str(meta.library);
+    w.str(meta.context_key);
+    w.str(meta.context_name);
+    return w.take();
+}
+
+CallMeta decode_call(std::string_view payload, std::string_view& args) {
+    WireReader r(payload);
+    CallMeta meta;
+    meta.rank = static_cast<std::int32_t>(r.u32());
+    meta.world_size = static_cast<std::int32_t>(r.u32());
+    meta.want_result = r.u32() != 0;
+    meta.function = r.str();
+    meta.library = r.str();
+    meta.context_key = r.str();
+    meta.context_name = r.str();
+    args = payload.substr(r.position());
+    return meta;
+}
+
+std::string encode_failure(const FailureInfo& failure) {
+    WireWriter w;
+    w.str(failure.type);
+    w.str(failure.what);
+    return w.take();
+}
+
+FailureInfo decode_failure(std::string_view payload) {
+    WireReader r(payload);
+    FailureInfo failure;
+    failure.type = r.str();
+    failure.what = r.str();
+    return failure;
+}
+
+bool FrameParser::next(Frame& frame) {
+    if (buffer_.size() < frame_header_size) return false;
+    std::uint64_t size = 0;
+    std::memcpy(&size, buffer_.data() + 1, sizeof size);
+    if (buffer_.size() - frame_header_size < size) return false;
+    frame.type = static_cast<FrameType>(buffer_[0]);
+    frame.payload.assign(buffer_, frame_header_size, size);
+    buffer_.erase(0, frame_header_size + size);
+    return true;
+}
+
+void write_frame(int fd, FrameType type, std::string_view payload) {
+    const std::string header = frame_header(type, payload.size());
+    write_all(fd, header.data(), header.size());
+    write_all(fd, payload.data(), payload.size());
+}
+
+std::optional<Frame> read_frame(int fd) {
+    char header[frame_header_size];
+    if (!read_exact(fd, header, sizeof header)) return std::nullopt;
+    std::uint64_t size = 0;
+    std::memcpy(&size, header + 1, sizeof size);
+    Frame frame;
+    frame.type = static_cast<FrameType>(header[0]);
+    frame.payload.resize(size);
+    if (size > 0 && !read_exact(fd, frame.payload.data(), size))
+        throw std::runtime_error("mpify: the channel closed in the middle of a message");
+    return frame;
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,34 @@
+#pragma once
+// Splits a worker's output stream into lines and hands each line on: to the caller's
+// std::cout / std::cerr with a "[rank k] " prefix, or to Options::on_output. Keeps the
+// last lines of stderr for crash reports.
+#include <mpify/options.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+class OutputRelay {
+public:
+    OutputRelay(const Options& options, int rank, Stream stream);
+    /// Feeds bytes as they arrive; complete lines are relayed at once.
+    void feed(const char* data, std::size_t size);
+    /// End of stream: relays a last line that had no newline.
+    void finish();
+    /// The last lines seen (stderr only keeps them).
+    std::vector<std::string> tail() const { return {tail_.begin(), tail_.end()}; }
+
+private:
+    void emit(std::string line);
+
+    const Options& options_;
+    int rank_;
+    Stream stream_;
+    std::string partial_;
+    std::deque<std::string> tail_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,115 @@
+#include "worker.hpp"
+
+#include "channel.hpp"
+#include "demangle.hpp"
+#include "registry.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <iostream>
+#include <stdexcept>
+
+namespace mpify::detail {
+namespace {
+
+bool worker_process = false;
+
+const FunctionEntry find_function(const CallMeta& call) {
+    const std::vector<FunctionEntry> found = find_functions_by_name(call.function);
+    if (found.size() == 1) return found.front();
+    const std::string where = call.library.empty() ? "this program" : call.library;
+    if (found.empty())
+        throw std::runtime_error(fmt::format(
+            "mpify worker: no function named '{}' is registered in {} (is the MPIFY_REGISTER "
+            "inside a condition, or was the file rebuilt without it?)", call.function, where));
+    throw std::runtime_error(fmt::format(
+        "mpify worker: the name '{}' is registered {} times (in different libraries); give "
+        "the functions distinct names", call.function, found.size()));
+}
+
+// Runs the call and returns the result blob; throws whatever fn throws.
+std::string run_call(const CallMeta& call, std::string_view args) {
+    if (!call.library.empty() && ::dlopen(call.library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        throw std::runtime_error(fmt::format("mpify worker: cannot load {}: {}", call.library, ::dlerror()));
+    const FunctionEntry function = find_function(call);
+    std::string result;
+    struct Body {
+        const FunctionEntry& function;
+        std::string_view args;
+        bool want_result;
+        std::string& result;
+        static void run(void* self) {
+            auto* b = static_cast<Body*>(self);
+            b->result = b->function.invoke(b->args, b->want_result);
+        }
+    } body{function, args, call.want_result, result};
+    if (call.context_key.empty()) {
+        Body::run(&body);
+        return result;
+    }
+    ContextEntry context;
+    if (!find_context(call.context_key, context))
+        throw std::runtime_error(fmt::format(
+            "mpify worker: the context type {} is not registered in this worker; register it "
+            "with MPIFY_REGISTER_CONTEXT in the program or library that defines the function",
+            call.context_name));
+    context.run(&Body::run, &body);
+    return result;
+}
+
+void flush_everything() {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+}
+
+[[noreturn]] void serve(int fd) {
+    // Output goes to a pipe: line-buffer it so the caller sees lines as they happen.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::optional<Frame> frame;
+    try {
+        frame = read_frame(fd);
+    } catch (const std::exception&) {
+        ::_exit(70);
+    }
+    if (!frame || frame->type != FrameType::call) ::_exit(70);  // the caller is gone
+
+    bool ok = false;
+    try {
+        std::string_view args;
+        const CallMeta call = decode_call(frame->payload, args);
+        std::string result = run_call(call, args);
+        frame.reset();  // the arguments are no longer needed
+        write_frame(fd, FrameType::result, result);
+        ok = true;
+    } catch (...) {
+        const FailureInfo failure{current_exception_type(), current_exception_message()};
+        try {
+            write_frame(fd, FrameType::failure, encode_failure(failure));
+        } catch (...) {
+        }
+    }
+    flush_everything();
+    // _exit, not exit: the result is delivered, and static destructors of a process
+    // with library threads still running (OpenMP, Gloo) are a source of crashes at exit.
+    ::_exit(ok ? 0 : 1);
+}
+
+}  // namespace
+
+void serve_if_worker() {
+    const char* fd_text = std::getenv(worker_env_var);
+    if (fd_text == nullptr) return;
+    const int fd = std::atoi(fd_text);
+    ::unsetenv(worker_env_var);  // processes this worker starts are not workers
+    worker_process = true;
+    serve(fd);
+}
+
+bool is_worker_process() { return worker_process; }
+
+}  // namespace mpify::detail
