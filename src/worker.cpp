@@ -2,11 +2,13 @@
 
 #include "channel.hpp"
 #include "demangle.hpp"
+#include "object_locator.hpp"
 #include "registry.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -18,17 +20,26 @@ namespace {
 
 bool worker_process = false;
 
-const FunctionEntry find_function(const CallMeta& call) {
-    const std::vector<FunctionEntry> found = find_functions_by_name(call.function);
-    if (found.size() == 1) return found.front();
+// The function registered under the call's name in the object the caller named (the
+// program itself, or the library): the same name may be registered in several objects.
+FunctionEntry find_function(const CallMeta& call) {
+    std::vector<FunctionEntry> found = find_functions_by_name(call.function);
     const std::string where = call.library.empty() ? "this program" : call.library;
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const FunctionEntry& e) {
+                                   const ObjectLocation object = locate_object(e.address);
+                                   return call.library.empty() ? !object.is_main_program
+                                                               : object.path != call.library;
+                               }),
+                found.end());
+    if (found.size() == 1) return found.front();
     if (found.empty())
         throw std::runtime_error(fmt::format(
-            "mpify worker: no function named '{}' is registered in {} (is the MPIFY_REGISTER "
-            "inside a condition, or was the file rebuilt without it?)", call.function, where));
+            "mpify worker: no function named '{}' is registered in {} (was the file rebuilt "
+            "without its MPIFY_REGISTER?)", call.function, where));
     throw std::runtime_error(fmt::format(
-        "mpify worker: the name '{}' is registered {} times (in different libraries); give "
-        "the functions distinct names", call.function, found.size()));
+        "mpify worker: {} functions are registered as '{}' in {}; register them with their "
+        "qualified names (MPIFY_REGISTER(ns::f)) or rename one", found.size(), call.function, where));
 }
 
 // Runs the call and returns the result blob; throws whatever fn throws.

@@ -44,7 +44,7 @@ void with_context(Body&& body) {
     if constexpr (std::is_same_v<Ctx, NoContext>) {
         body();
     } else {
-        Ctx context;
+        [[maybe_unused]] Ctx context;
         body();
     }
 }

@@ -51,7 +51,7 @@ std::string to_blob(const T&... values) {
     {
         StringSink sink(out);
         boost::archive::binary_oarchive archive(sink, archive_flags);
-        (archive << ... << values);
+        if constexpr (sizeof...(T) > 0) (archive << ... << values);
     }
     return out;
 }
@@ -61,7 +61,7 @@ template <class... T>
 void from_blob(std::string_view blob, T&... values) {
     ViewSource source(blob);
     boost::archive::binary_iarchive archive(source, archive_flags);
-    (archive >> ... >> values);
+    if constexpr (sizeof...(T) > 0) (archive >> ... >> values);
 }
 
 }  // namespace detail

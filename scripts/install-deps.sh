@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages mpify needs, if any is missing. Safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake
+  libtorch-dev libgloo-dev             # LibTorch 1.13 (CPU, c10d + Gloo)
+  libboost-dev libboost-serialization-dev libboost-filesystem-dev
+  libfmt-dev catch2 libbenchmark-dev
+  dataset-fashion-mnist                # examples
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "mpify: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

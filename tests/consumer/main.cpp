@@ -1,0 +1,16 @@
+#include <mpify/mpify.hpp>
+
+#include <iostream>
+
+int library_rank();
+
+int plus_rank(int x) { return x + mpify::local_rank(); }
+MPIFY_REGISTER(plus_rank);
+
+int main(int argc, char** argv) {
+    mpify::init(argc, argv);
+    const std::vector<int> r = mpify::ranch(2, plus_rank, 42);
+    std::cout << "consumer: ranch(2) = " << r[0] << " " << r[1] << std::endl;
+    // A function in a shared library: served by the installed mpify-worker.
+    if (mpify::ranch(2, library_rank) == std::vector<int>{0, 1}) std::cout << "consumer: library host ok\n";
+}

@@ -1,0 +1,102 @@
+// Failures: each ends promptly with one error that names the rank, what happened, and
+// leaves no process behind.
+#include "functions.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+using Catch::Contains;
+using Kind = mpify::RankFailure::Kind;
+
+namespace {
+mpify::Options quiet() {
+    mpify::Options options;
+    options.on_output = [](int, mpify::Stream, const std::string&) {};
+    return options;
+}
+}  // namespace
+
+TEST_CASE("a worker that throws fails the call with its rank exception type and message", "[failure]") {
+    for (auto fn : {in_program::throw_on, in_library::throw_on}) {
+        try {
+            mpify::ranch(quiet(), 3, fn, 1);
+            FAIL("ranch returned");
+        } catch (const mpify::WorkerError& e) {
+            CHECK_THAT(e.what(), Contains("rank 1 threw std::invalid_argument: bad value on rank 1"));
+            REQUIRE(e.failures().size() == 1);
+            CHECK(e.failures()[0].rank == 1);
+            CHECK(e.failures()[0].kind == Kind::threw);
+            CHECK(e.failures()[0].exception_type == "std::invalid_argument");
+        }
+        CHECK(mpify_test::has_no_children());
+    }
+}
+
+TEST_CASE("a worker that throws a non-std exception is reported with its type", "[failure]") {
+    mpify::Options options = quiet();
+    options.caller_rank = std::nullopt;
+    REQUIRE_THROWS_WITH(mpify::ranch(options, 2, in_library::throw_int_on, 0), Contains("rank 0 threw int"));
+}
+
+TEST_CASE("a worker that throws stops the other hanging workers", "[failure]") {
+    // rank 1 throws while ranks 0 and 2 (workers too) would wait forever: the call ends.
+    mpify::Options options = quiet();
+    options.caller_rank = std::nullopt;
+    options.stop_grace = std::chrono::milliseconds(200);
+    try {
+        mpify::ranch(options, 3, in_program::fail_or_hang, 1);
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE(e.failures().size() == 1);  // the stopped ranks are not failures of their own
+        CHECK(e.failures()[0].rank == 1);
+    }
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a crash is reported with the signal name and the last lines of stderr", "[failure]") {
+    struct Case {
+        const char* how;
+        const char* expected;
+    };
+    for (const Case c : {Case{"segv", "rank 2 was killed by SIGSEGV"}, Case{"abort", "rank 2 was killed by SIGABRT"},
+                         Case{"exit3", "rank 2 exited with code 3"},
+                         Case{"exit0", "rank 2 exited with code 0 before returning a result"}}) {
+        INFO(c.how);
+        try {
+            mpify::ranch(quiet(), 3, in_library::crash_on, 2, std::string(c.how));
+            FAIL("ranch returned");
+        } catch (const mpify::WorkerError& e) {
+            CHECK_THAT(e.what(), Contains(c.expected));
+            CHECK_THAT(e.what(), Contains(std::string("rank 2 is about to ") + c.how));
+            REQUIRE(e.failures().size() == 1);
+            CHECK(e.failures()[0].stderr_tail.back() == std::string("rank 2 is about to ") + c.how);
+        }
+        CHECK(mpify_test::has_no_children());
+    }
+}
+
+TEST_CASE("the caller's own exception propagates after the workers are stopped and reaped", "[failure]") {
+    // The caller is rank 0 and throws; ranks 1 and 2 would wait forever.
+    mpify::Options options = quiet();
+    options.stop_grace = std::chrono::milliseconds(200);
+    REQUIRE_THROWS_AS(mpify::ranch(options, 3, in_library::fail_or_hang, 0), std::invalid_argument);
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a timeout stops every worker and names the ranks still running", "[failure][timeout]") {
+    mpify::Options options = quiet();
+    options.caller_rank = std::nullopt;
+    options.timeout = std::chrono::milliseconds(1500);
+    options.stop_grace = std::chrono::milliseconds(100);
+    try {
+        mpify::ranch(options, 2, in_library::hang_on_workers, 1);
+        FAIL("ranch returned");
+    } catch (const mpify::TimeoutError& e) {
+        CHECK_THAT(e.what(), Contains("rank 0 timed out"));
+        CHECK_THAT(e.what(), Contains("rank 1 timed out"));
+        CHECK(e.failures().size() == 2);
+    }
+    CHECK(mpify_test::has_no_children());
+}

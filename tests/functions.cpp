@@ -1,0 +1,123 @@
+// Compiled with MPIFY_TEST_NS=in_program into the test program and with
+// MPIFY_TEST_NS=in_library into libmpify_test_functions.so (see functions.hpp).
+#include "functions.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+namespace {
+std::string env_or_unset(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "<unset>";
+}
+
+mpify_test::Report make_report(std::vector<std::string> args) {
+    mpify_test::Report r;
+    r.local_rank = mpify::local_rank();
+    r.local_world_size = mpify::local_world_size();
+    r.env_local_rank = env_or_unset("LOCAL_RANK");
+    r.env_local_world_size = env_or_unset("LOCAL_WORLD_SIZE");
+    r.pid = static_cast<int>(::getpid());
+    r.args = std::move(args);
+    return r;
+}
+}  // namespace
+
+namespace MPIFY_TEST_NS {
+
+mpify_test::Report report() { return make_report({}); }
+MPIFY_REGISTER(report);
+
+mpify_test::Report report_args(std::string a, int b, const std::string& c) {
+    return make_report({a, std::to_string(b), c});
+}
+MPIFY_REGISTER(report_args);
+
+int add(int a, int b) { return a + b + mpify::local_rank(); }
+MPIFY_REGISTER(add);
+
+void noop() {}
+MPIFY_REGISTER(noop);
+
+void touch(std::string dir) { std::ofstream(dir + "/rank" + std::to_string(mpify::local_rank())) << "done"; }
+MPIFY_REGISTER(touch);
+
+std::string echo_string(std::string s) { return s; }
+MPIFY_REGISTER(echo_string);
+
+std::vector<double> echo_doubles(std::vector<double> v) { return v; }
+MPIFY_REGISTER(echo_doubles);
+
+mpify_test::Nested echo_nested(mpify_test::Nested v) { return v; }
+MPIFY_REGISTER(echo_nested);
+
+mpify_test::Mixed echo_mixed(mpify_test::Mixed v) { return v; }
+MPIFY_REGISTER(echo_mixed);
+
+std::size_t byte_count(const std::string& blob) { return blob.size(); }
+MPIFY_REGISTER(byte_count);
+
+int throw_on(int rank) {
+    if (mpify::local_rank() == rank)
+        throw std::invalid_argument("bad value on rank " + std::to_string(rank));
+    return rank;
+}
+MPIFY_REGISTER(throw_on);
+
+int throw_int_on(int rank) {
+    if (mpify::local_rank() == rank) throw 42;
+    return rank;
+}
+MPIFY_REGISTER(throw_int_on);
+
+int crash_on(int rank, std::string how) {
+    if (mpify::local_rank() != rank) return 0;
+    std::cerr << "rank " << rank << " is about to " << how << std::endl;
+    if (how == "segv") ::raise(SIGSEGV);
+    if (how == "abort") std::abort();
+    if (how == "exit3") std::exit(3);
+    if (how == "exit0") std::exit(0);
+    return 1;
+}
+MPIFY_REGISTER(crash_on);
+
+int hang_on_workers(int printed_marker) {
+    // The marker line lets a test wait for the worker to be running, then act.
+    std::cout << "pid " << ::getpid() << " marker " << printed_marker << std::endl;
+    if (mpify::is_worker())
+        for (;;) ::pause();
+    return printed_marker;
+}
+MPIFY_REGISTER(hang_on_workers);
+
+int fail_or_hang(int failing_rank) {
+    // The failing rank throws; every other worker would wait forever; a caller returns.
+    if (mpify::local_rank() == failing_rank) throw std::invalid_argument("failing on purpose");
+    if (mpify::is_worker())
+        for (;;) ::pause();
+    return 0;
+}
+MPIFY_REGISTER(fail_or_hang);
+
+void print_lines(int count) {
+    for (int i = 0; i < count; ++i) std::cout << "line " << i << " of rank " << mpify::local_rank() << '\n';
+    std::cerr << "an error line" << '\n';
+    std::cout << "no newline at the end";
+}
+MPIFY_REGISTER(print_lines);
+
+bool context_active() { return mpify_test::TestContext::active; }
+MPIFY_REGISTER(context_active);
+
+std::string env_of(std::string name) { return env_or_unset(name.c_str()); }
+MPIFY_REGISTER(env_of);
+
+int nested_ranch() { return mpify::ranch(1, add, 1, 1).front(); }
+MPIFY_REGISTER(nested_ranch);
+
+}  // namespace MPIFY_TEST_NS
