@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -131,14 +132,39 @@ FailureInfo decode_failure(std::string_view payload) {
     return failure;
 }
 
+void FrameParser::append(const char* data, std::size_t size) {
+    // Reserve no more than this up front: the size comes from the other process.
+    constexpr std::uint64_t max_reserve = 1ull << 30;
+    while (size > 0) {
+        if (!in_payload_) {
+            const std::size_t take = std::min(frame_header_size - header_.size(), size);
+            header_.append(data, take);
+            data += take;
+            size -= take;
+            if (header_.size() < frame_header_size) return;
+            current_ = Frame{};
+            current_.type = static_cast<FrameType>(header_[0]);
+            std::memcpy(&expected_, header_.data() + 1, sizeof expected_);
+            header_.clear();
+            current_.payload.reserve(static_cast<std::size_t>(std::min(expected_, max_reserve)));
+            in_payload_ = true;
+        }
+        const std::size_t take =
+            static_cast<std::size_t>(std::min<std::uint64_t>(expected_ - current_.payload.size(), size));
+        current_.payload.append(data, take);
+        data += take;
+        size -= take;
+        if (current_.payload.size() == expected_) {  // also right after an empty frame's header
+            ready_.push_back(std::move(current_));
+            in_payload_ = false;
+        }
+    }
+}
+
 bool FrameParser::next(Frame& frame) {
-    if (buffer_.size() < frame_header_size) return false;
-    std::uint64_t size = 0;
-    std::memcpy(&size, buffer_.data() + 1, sizeof size);
-    if (buffer_.size() - frame_header_size < size) return false;
-    frame.type = static_cast<FrameType>(buffer_[0]);
-    frame.payload.assign(buffer_, frame_header_size, size);
-    buffer_.erase(0, frame_header_size + size);
+    if (ready_.empty()) return false;
+    frame = std::move(ready_.front());
+    ready_.pop_front();
     return true;
 }
 

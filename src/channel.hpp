@@ -10,6 +10,7 @@
 // Both ends are the same build on the same machine, so host byte order is fine.
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,16 +57,19 @@ struct Frame {
 };
 
 /// Reassembles frames from bytes arriving in arbitrary pieces (the caller's side).
+/// Payload bytes are appended once, straight into the frame they belong to.
 class FrameParser {
 public:
-    void append(const char* data, std::size_t size) { buffer_.append(data, size); }
-    /// Takes the next complete frame out of the buffer, if there is one.
+    void append(const char* data, std::size_t size);
+    /// Takes the next complete frame, if there is one.
     bool next(Frame& frame);
-    /// True if bytes of an incomplete frame are pending.
-    bool has_partial() const { return !buffer_.empty(); }
 
 private:
-    std::string buffer_;
+    std::string header_;  // the current frame's header, while incomplete
+    Frame current_;
+    std::uint64_t expected_ = 0;
+    bool in_payload_ = false;
+    std::deque<Frame> ready_;
 };
 
 /// Blocking writes and reads for the worker's side. Both throw std::system_error on

@@ -112,7 +112,7 @@ StartedWorker start_worker(const WorkerHost& host, const Options& options, std::
 
 }  // namespace
 
-std::vector<std::string> run_ranch(const Options& options, int n, const CallRequest& request,
+std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
                                    const std::function<void()>& local_call) {
     FunctionEntry entry;
     const bool registered = find_function_by_address(request.function, entry);
@@ -140,7 +140,8 @@ std::vector<std::string> run_ranch(const Options& options, int n, const CallRequ
     Supervisor supervisor(options, deadline);
     if (workers > 0) {
         const WorkerHost host = choose_worker_host(request.function, entry.name);
-        auto args = std::make_shared<const std::string>(request.args);
+        // One copy of the arguments, shared by every worker's outgoing queue.
+        auto args = std::make_shared<const std::string>(std::move(request.args));
         std::map<std::string, std::string> base = options.env;
         base["LOCAL_WORLD_SIZE"] = std::to_string(n);
         base[worker_env_var] = std::to_string(worker_channel_fd);

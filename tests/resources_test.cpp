@@ -20,13 +20,20 @@ TEST_CASE("30 ranch calls in a row leave fds children and memory as they were", 
     }
     CHECK(mpify_test::open_fd_count() == fds_before);
     CHECK(mpify_test::has_no_children());
+#ifndef MPIFY_TEST_SANITIZED
     // Bounded memory: a leak of even one argument buffer per call would show here.
+    // (Under ASan, RSS also holds its quarantine of freed memory; LeakSanitizer checks
+    // for leaks there instead, at the exit of every test process.)
     CHECK(mpify_test::rss_kib() - rss_before < 16 * 1024);
+#else
+    (void)rss_before;
+#endif
 }
 
 TEST_CASE("failed calls leak no fds or children either", "[resources][failure]") {
     mpify::Options options;
     options.on_output = [](int, mpify::Stream, const std::string&) {};
+    options.env["ASAN_OPTIONS"] = "handle_segv=0:handle_abort=0";  // crash as without ASan
     CHECK_THROWS(mpify::ranch(options, 2, in_library::crash_on, 1, std::string("segv")));
     const int fds_before = mpify_test::open_fd_count();
     for (int i = 0; i < 5; ++i) {

@@ -32,8 +32,7 @@ struct CallRequest {
 /// Validates, spawns, runs `local_call` as the caller's rank (if any), supervises and
 /// reaps. Returns each rank's result blob, indexed by rank (empty for the caller's rank
 /// and when results are not gathered). Throws mpify::Error subclasses.
-MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n,
-                                             const CallRequest& request,
+MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
                                              const std::function<void()>& local_call);
 
 template <class R>
@@ -82,12 +81,12 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
     }
 
     if constexpr (std::is_void_v<Result>) {
-        detail::run_ranch(options, n, request, [&] {
+        detail::run_ranch(options, n, std::move(request), [&] {
             detail::with_context<Ctx>([&] { std::apply(fn, std::move(params)); });
         });
     } else {
         std::optional<Result> own;
-        const std::vector<std::string> blobs = detail::run_ranch(options, n, request, [&] {
+        const std::vector<std::string> blobs = detail::run_ranch(options, n, std::move(request), [&] {
             detail::with_context<Ctx>([&] { own.emplace(std::apply(fn, std::move(params))); });
         });
         std::vector<Result> results;

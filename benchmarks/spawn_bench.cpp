@@ -1,0 +1,96 @@
+// Spawn and argument-shipping costs of mpify::ranch, each against its floor, in one run.
+//
+//   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
+//
+// Floors: starting and reaping n-1 copies of a trivial program linked with LibTorch
+// (what any exec-based launcher pays), and copying the argument once in memory.
+#include <mpify/mpify.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+void noop() {}
+MPIFY_REGISTER(noop);
+
+std::size_t byte_count(const std::string& blob) { return blob.size(); }
+MPIFY_REGISTER(byte_count);
+
+using Seconds = std::chrono::duration<double>;
+
+// Median wall time of `repetitions` runs of `body` (after one warm-up run).
+double median_seconds(int repetitions, const std::function<void()>& body) {
+    body();
+    std::vector<double> times;
+    for (int i = 0; i < repetitions; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        body();
+        times.push_back(Seconds(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// Starts `count` copies of `program` at once and waits for all of them.
+void spawn_and_reap(const std::string& program, int count) {
+    std::vector<pid_t> pids;
+    char* argv[] = {const_cast<char*>(program.c_str()), nullptr};
+    for (int i = 0; i < count; ++i) {
+        pid_t pid;
+        if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ) == 0) pids.push_back(pid);
+    }
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+}
+
+std::string sibling(const char* argv0, const char* name) {
+    std::string self(argv0);
+    const auto slash = self.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/" + name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    mpify::init(argc, argv);
+    const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+    const std::string floor_program = sibling(argv[0], "mpify_bench_trivial_torch_program");
+
+    std::printf("mpify spawn benchmark: median of %d runs, 2 = workers per call is n-1\n\n", repetitions);
+    std::printf("%-34s %12s %12s %8s\n", "", "mpify (s)", "floor (s)", "ratio");
+    for (int n : {1, 2, 4}) {
+        const double floor = median_seconds(repetitions, [&] { spawn_and_reap(floor_program, n - 1); });
+        const double ranch = median_seconds(repetitions, [&] { mpify::ranch(n, noop); });
+        std::printf("ranch(%d, noop)  vs  %d x exec+reap   %12.4f %12.4f %8.2f\n", n, n - 1, ranch, floor,
+                    floor > 0 ? ranch / floor : 0.0);
+    }
+
+    std::printf("\n%-34s %12s %12s %8s\n", "argument to n=2 workers", "mpify MB/s", "memcpy MB/s", "ratio");
+    mpify::Options two_workers;
+    two_workers.caller_rank = std::nullopt;
+    const double empty = median_seconds(repetitions, [&] { mpify::ranch(two_workers, 2, byte_count, std::string()); });
+    for (std::size_t mib : {1u, 64u}) {
+        const std::string blob(mib << 20, 'x');
+        const double with_blob = median_seconds(repetitions, [&] { mpify::ranch(two_workers, 2, byte_count, blob); });
+        std::string copy(blob.size(), '\0');
+        const double copy_time = median_seconds(repetitions, [&] { std::memcpy(copy.data(), blob.data(), blob.size()); });
+        // Net of the spawn cost (the same call with an empty argument): the shipping alone.
+        const double shipped_mb = 2.0 * static_cast<double>(blob.size()) / 1e6;
+        const double net = std::max(with_blob - empty, 1e-6);
+        const double mpify_rate = shipped_mb / net;
+        const double copy_rate = static_cast<double>(blob.size()) / 1e6 / copy_time;
+        std::printf("%3zu MiB (total %.3f s, %.3f s net)  %12.0f %12.0f %8.3f\n", mib, with_blob, net, mpify_rate,
+                    copy_rate, mpify_rate / copy_rate);
+    }
+    return 0;
+}
