@@ -29,8 +29,13 @@ MPIFY_REGISTER(byte_count);
 
 using Seconds = std::chrono::duration<double>;
 
-// Median wall time of `repetitions` runs of `body` (after one warm-up run).
-double median_seconds(int repetitions, const std::function<void()>& body) {
+struct Timing {
+    double median;
+    double best;
+};
+
+// Wall times of `repetitions` runs of `body`, after one warm-up run.
+Timing measure(int repetitions, const std::function<void()>& body) {
     body();
     std::vector<double> times;
     for (int i = 0; i < repetitions; ++i) {
@@ -39,7 +44,7 @@ double median_seconds(int repetitions, const std::function<void()>& body) {
         times.push_back(Seconds(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return {times[times.size() / 2], times.front()};
 }
 
 // Starts `count` copies of `program` at once and waits for all of them.
@@ -66,31 +71,41 @@ int main(int argc, char** argv) {
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     const std::string floor_program = sibling(argv[0], "mpify_bench_trivial_torch_program");
 
-    std::printf("mpify spawn benchmark: median of %d runs, 2 = workers per call is n-1\n\n", repetitions);
-    std::printf("%-34s %12s %12s %8s\n", "", "mpify (s)", "floor (s)", "ratio");
+    std::printf("mpify spawn benchmark: median of %d runs (n-1 workers per call; the caller is rank 0)\n\n",
+                repetitions);
+    std::printf("%-40s %10s %10s %8s\n", "", "mpify (s)", "floor (s)", "ratio");
     for (int n : {1, 2, 4}) {
-        const double floor = median_seconds(repetitions, [&] { spawn_and_reap(floor_program, n - 1); });
-        const double ranch = median_seconds(repetitions, [&] { mpify::ranch(n, noop); });
-        std::printf("ranch(%d, noop)  vs  %d x exec+reap   %12.4f %12.4f %8.2f\n", n, n - 1, ranch, floor,
-                    floor > 0 ? ranch / floor : 0.0);
+        const double floor = measure(repetitions, [&] { spawn_and_reap(floor_program, n - 1); }).median;
+        const double ranch = measure(repetitions, [&] { mpify::ranch(n, noop); }).median;
+        char ratio[32] = "-";  // n = 1 starts no process: there is no floor to compare with
+        if (n > 1) std::snprintf(ratio, sizeof ratio, "%.2f", ranch / floor);
+        std::printf("ranch(%d, noop) vs %d x (exec + reap)      %10.4f %10.4f %8s\n", n, n - 1, ranch, floor, ratio);
     }
 
-    std::printf("\n%-34s %12s %12s %8s\n", "argument to n=2 workers", "mpify MB/s", "memcpy MB/s", "ratio");
+    // Shipping cost alone: the same call with an empty argument is subtracted (best of
+    // the runs, which is steadier than the median when the difference is small).
+    std::printf("\n%-40s %10s %10s %8s\n", "argument to n = 2 workers", "mpify MB/s", "memcpy", "ratio");
     mpify::Options two_workers;
     two_workers.caller_rank = std::nullopt;
-    const double empty = median_seconds(repetitions, [&] { mpify::ranch(two_workers, 2, byte_count, std::string()); });
+    const int shipping_runs = std::max(repetitions, 7);
+    const double empty = measure(shipping_runs, [&] { mpify::ranch(two_workers, 2, byte_count, std::string()); }).best;
     for (std::size_t mib : {1u, 64u}) {
         const std::string blob(mib << 20, 'x');
-        const double with_blob = median_seconds(repetitions, [&] { mpify::ranch(two_workers, 2, byte_count, blob); });
+        const double with_blob = measure(shipping_runs, [&] { mpify::ranch(two_workers, 2, byte_count, blob); }).best;
         std::string copy(blob.size(), '\0');
-        const double copy_time = median_seconds(repetitions, [&] { std::memcpy(copy.data(), blob.data(), blob.size()); });
-        // Net of the spawn cost (the same call with an empty argument): the shipping alone.
+        const double copy_time =
+            measure(shipping_runs, [&] { std::memcpy(copy.data(), blob.data(), blob.size()); }).best;
         const double shipped_mb = 2.0 * static_cast<double>(blob.size()) / 1e6;
-        const double net = std::max(with_blob - empty, 1e-6);
-        const double mpify_rate = shipped_mb / net;
+        const double net = with_blob - empty;
         const double copy_rate = static_cast<double>(blob.size()) / 1e6 / copy_time;
-        std::printf("%3zu MiB (total %.3f s, %.3f s net)  %12.0f %12.0f %8.3f\n", mib, with_blob, net, mpify_rate,
-                    copy_rate, mpify_rate / copy_rate);
+        if (net <= 0) {
+            std::printf("%3zu MiB: below the noise of the spawn (%.4f s with it, %.4f s without)\n", mib, with_blob,
+                        empty);
+            continue;
+        }
+        const double rate = shipped_mb / net;
+        std::printf("%3zu MiB (%.3f s net of spawn)             %10.0f %10.0f %8.3f\n", mib, net, rate, copy_rate,
+                    rate / copy_rate);
     }
     return 0;
 }

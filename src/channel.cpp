@@ -1,5 +1,7 @@
 #include "channel.hpp"
 
+#include <mpify/detail/blob.hpp>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -146,7 +148,7 @@ void FrameParser::append(const char* data, std::size_t size) {
             current_.type = static_cast<FrameType>(header_[0]);
             std::memcpy(&expected_, header_.data() + 1, sizeof expected_);
             header_.clear();
-            current_.payload.reserve(static_cast<std::size_t>(std::min(expected_, max_reserve)));
+            reserve_large(current_.payload, static_cast<std::size_t>(std::min(expected_, max_reserve)));
             in_payload_ = true;
         }
         const std::size_t take =
@@ -181,6 +183,7 @@ std::optional<Frame> read_frame(int fd) {
     std::memcpy(&size, header + 1, sizeof size);
     Frame frame;
     frame.type = static_cast<FrameType>(header[0]);
+    reserve_large(frame.payload, size);
     frame.payload.resize(size);
     if (size > 0 && !read_exact(fd, frame.payload.data(), size))
         throw std::runtime_error("mpify: the channel closed in the middle of a message");

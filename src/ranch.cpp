@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fmt/format.h>
@@ -143,6 +144,11 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
         // One copy of the arguments, shared by every worker's outgoing queue.
         auto args = std::make_shared<const std::string>(std::move(request.args));
         std::map<std::string, std::string> base = options.env;
+        // Large blocks from malloc on transparent huge pages: fresh tensors and argument
+        // buffers then cost a tenth to fault in (see memory.cpp). The user's own
+        // GLIBC_TUNABLES, from the environment or Options::env, wins.
+        if (base.count("GLIBC_TUNABLES") == 0 && std::getenv("GLIBC_TUNABLES") == nullptr)
+            base["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1";
         base["LOCAL_WORLD_SIZE"] = std::to_string(n);
         base[worker_env_var] = std::to_string(worker_channel_fd);
         try {

@@ -38,6 +38,16 @@ MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, Call
 template <class R>
 using ranch_result_t = std::conditional_t<std::is_void_v<R>, void, std::vector<R>>;
 
+/// An argument as its parameter type, for serialization: the argument itself when it has
+/// that type already (no copy of a large argument), else a converted temporary.
+template <class P, class A>
+decltype(auto) as_param(const A& arg) {
+    if constexpr (std::is_same_v<std::decay_t<A>, P>)
+        return static_cast<const P&>(arg);
+    else
+        return P(arg);
+}
+
 template <class Ctx, class Body>
 void with_context(Body&& body) {
     if constexpr (std::is_same_v<Ctx, NoContext>) {
@@ -68,13 +78,15 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
     detail::check_shippable<F>();
     static_assert(sizeof...(P) == sizeof...(A),
                   "mpify::ranch: the number of arguments does not match fn's parameters");
+    static_assert((std::is_convertible_v<A&&, P> && ...),
+                  "mpify::ranch: an argument does not convert to the type of fn's parameter");
     static_assert(std::is_default_constructible_v<Ctx>,
                   "mpify::ranch: the context type must be default-constructible");
 
-    typename traits::params params(std::forward<A>(args)...);
+    // The arguments are written as fn's parameter types, so the worker reads exactly those.
     detail::CallRequest request;
     request.function = reinterpret_cast<const void*>(fn);
-    request.args = std::apply([](const auto&... p) { return detail::to_blob(p...); }, params);
+    request.args = detail::to_blob(detail::as_param<std::decay_t<P>>(args)...);
     if constexpr (!std::is_same_v<Ctx, NoContext>) {
         request.context_key = typeid(Ctx).name();
         request.context_name = typeid(Ctx).name();
@@ -82,12 +94,12 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
 
     if constexpr (std::is_void_v<Result>) {
         detail::run_ranch(options, n, std::move(request), [&] {
-            detail::with_context<Ctx>([&] { std::apply(fn, std::move(params)); });
+            detail::with_context<Ctx>([&] { fn(std::forward<A>(args)...); });
         });
     } else {
         std::optional<Result> own;
         const std::vector<std::string> blobs = detail::run_ranch(options, n, std::move(request), [&] {
-            detail::with_context<Ctx>([&] { own.emplace(std::apply(fn, std::move(params))); });
+            detail::with_context<Ctx>([&] { own.emplace(fn(std::forward<A>(args)...)); });
         });
         std::vector<Result> results;
         if (!options.gather) {

@@ -4,15 +4,24 @@
 // archives skip their header (no_header) and are read back by the same code.
 #include <mpify/std_types.hpp>
 
+#include <mpify/export.hpp>
+
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 
+#include <algorithm>
 #include <streambuf>
 #include <string>
 #include <string_view>
 
 namespace mpify {
 namespace detail {
+
+/// Asks the kernel to back [data, data + size) with transparent huge pages.
+MPIFY_API void advise_huge_pages(void* data, std::size_t size) noexcept;
+/// Reserves `capacity` in `buffer`, backed by huge pages when it is large: first
+/// touching fresh memory is the main cost of shipping large arguments.
+MPIFY_API void reserve_large(std::string& buffer, std::size_t capacity);
 
 /// A streambuf that appends to a std::string: no ostringstream copy at the end.
 class StringSink : public std::streambuf {
@@ -25,6 +34,8 @@ protected:
         return traits_type::not_eof(ch);
     }
     std::streamsize xsputn(const char* s, std::streamsize n) override {
+        const std::size_t needed = out_.size() + static_cast<std::size_t>(n);
+        if (needed > out_.capacity()) reserve_large(out_, std::max(needed, 2 * out_.capacity()));
         out_.append(s, static_cast<std::size_t>(n));
         return n;
     }
