@@ -17,6 +17,7 @@ namespace {
 class WireWriter {
 public:
     void u32(std::uint32_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+    void i64(std::int64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
     void str(std::string_view s) {
         u32(static_cast<std::uint32_t>(s.size()));
         out_.append(s.data(), s.size());
@@ -30,13 +31,8 @@ private:
 class WireReader {
 public:
     explicit WireReader(std::string_view in) : in_(in) {}
-    std::uint32_t u32() {
-        need(sizeof(std::uint32_t));
-        std::uint32_t v;
-        std::memcpy(&v, in_.data() + pos_, sizeof v);
-        pos_ += sizeof v;
-        return v;
-    }
+    std::uint32_t u32() { return number<std::uint32_t>(); }
+    std::int64_t i64() { return number<std::int64_t>(); }
     std::string str() {
         const std::uint32_t size = u32();
         need(size);
@@ -47,6 +43,14 @@ public:
     std::size_t position() const { return pos_; }
 
 private:
+    template <class T>
+    T number() {
+        need(sizeof(T));
+        T v;
+        std::memcpy(&v, in_.data() + pos_, sizeof v);
+        pos_ += sizeof v;
+        return v;
+    }
     void need(std::size_t n) const {
         if (in_.size() - pos_ < n) throw std::runtime_error("mpify: truncated message on the channel");
     }
@@ -123,6 +127,7 @@ std::string encode_failure(const FailureInfo& failure) {
     WireWriter w;
     w.str(failure.type);
     w.str(failure.what);
+    w.i64(failure.when_ns);
     return w.take();
 }
 
@@ -131,6 +136,7 @@ FailureInfo decode_failure(std::string_view payload) {
     FailureInfo failure;
     failure.type = r.str();
     failure.what = r.str();
+    failure.when_ns = r.i64();
     return failure;
 }
 

@@ -41,6 +41,9 @@ struct CallMeta {
 struct FailureInfo {
     std::string type;
     std::string what;
+    /// When the worker caught it, on the machine-wide monotonic clock (steady_clock is
+    /// CLOCK_MONOTONIC): comparable with the caller's own clock readings.
+    std::int64_t when_ns = 0;
 };
 
 /// The call payload's leading part; the argument blob follows it directly.

@@ -219,12 +219,16 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
     }
     RankFailure failure;
     failure.rank = w.rank;
+    std::optional<Clock::time_point> when;
     if (frame.type == FrameType::failure) {
         try {
             const FailureInfo info = decode_failure(frame.payload);
             failure.kind = RankFailure::Kind::threw;
             failure.exception_type = info.type;
             failure.message = info.what;
+            // When the worker caught it, not when we read it: decides which failure
+            // came first when the caller's own rank failed as well.
+            when = Clock::time_point(std::chrono::nanoseconds(info.when_ns));
         } catch (const std::exception& e) {
             failure.kind = RankFailure::Kind::protocol;
             failure.message = e.what();
@@ -234,7 +238,7 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
         failure.message = fmt::format("sent an unexpected message (type {}) on mpify's channel",
                                       static_cast<int>(frame.type));
     }
-    fail(w, std::move(failure));
+    fail(w, std::move(failure), when);
 }
 
 void Supervisor::reap(Worker& w) {
@@ -272,9 +276,9 @@ void Supervisor::reap(Worker& w) {
     fail(w, std::move(failure));
 }
 
-void Supervisor::fail(Worker& w, RankFailure failure) {
+void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
     w.failed = true;
-    failures_.push_back({std::move(failure), Clock::now()});
+    failures_.push_back({std::move(failure), when.value_or(Clock::now())});
     stop_all();  // one rank failed: the others cannot finish a collective job
 }
 

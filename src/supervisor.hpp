@@ -64,7 +64,8 @@ private:
     void write_channel(Worker& w);
     void handle_frame(Worker& w, Frame& frame);
     void reap(Worker& w);
-    void fail(Worker& w, RankFailure failure);
+    /// Records a failure (seen now, unless the worker said when) and stops the others.
+    void fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when = std::nullopt);
     void stop(Worker& w);
     void on_deadline();
     void escalate();

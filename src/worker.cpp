@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -98,7 +99,9 @@ void flush_everything() {
         write_frame(fd, FrameType::result, result);
         ok = true;
     } catch (...) {
-        const FailureInfo failure{current_exception_type(), current_exception_message()};
+        const auto now = std::chrono::steady_clock::now().time_since_epoch();
+        const FailureInfo failure{current_exception_type(), current_exception_message(),
+                                  std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()};
         try {
             write_frame(fd, FrameType::failure, encode_failure(failure));
         } catch (...) {

@@ -59,8 +59,9 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[channe
 }
 
 TEST_CASE("a truncated message is an error and not a crash", "[channel]") {
-    const std::string payload = mpify::detail::encode_failure({"std::runtime_error", "boom"});
+    const std::string payload = mpify::detail::encode_failure({"std::runtime_error", "boom", 123});
     CHECK(mpify::detail::decode_failure(payload).what == "boom");
+    CHECK(mpify::detail::decode_failure(payload).when_ns == 123);
     CHECK_THROWS_WITH(mpify::detail::decode_failure(payload.substr(0, payload.size() - 2)),
                       Catch::Contains("truncated"));
 }

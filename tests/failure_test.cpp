@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include <sys/stat.h>
+
 using Catch::Contains;
 using Kind = mpify::RankFailure::Kind;
 
@@ -90,6 +92,23 @@ TEST_CASE("the caller's own exception propagates after the workers are stopped a
     mpify::Options options = quiet();
     options.stop_grace = std::chrono::milliseconds(200);
     REQUIRE_THROWS_AS(mpify::ranch(options, 3, in_library::fail_or_hang, 0), std::invalid_argument);
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a worker's failure is reported before the caller's exception it caused", "[failure]") {
+    mpify_test::TempDir dir;
+    const std::string fifo = dir.path() + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    try {
+        mpify::ranch(quiet(), 2, in_library::root_cause_then_peer, fifo);
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE(e.failures().size() == 2);
+        CHECK(e.failures()[0].rank == 1);
+        CHECK(e.failures()[0].message == "the root cause");
+        CHECK(e.failures()[1].rank == 0);
+        CHECK(e.failures()[1].message == "peer went away");
+    }
     CHECK(mpify_test::has_no_children());
 }
 

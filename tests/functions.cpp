@@ -2,6 +2,7 @@
 // MPIFY_TEST_NS=in_library into libmpify_test_functions.so (see functions.hpp).
 #include "functions.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -103,6 +104,23 @@ int fail_or_hang(int failing_rank) {
     return 0;
 }
 MPIFY_REGISTER(fail_or_hang);
+
+int root_cause_then_peer(std::string fifo) {
+    // Like a collective broken by a dead peer: rank 0 reads from rank 1, which fails
+    // first; rank 0 then fails because its peer went away.
+    if (mpify::local_rank() == 1) {
+        const int fd = ::open(fifo.c_str(), O_WRONLY);  // pairs with rank 0's open
+        (void)fd;                                       // closed when this process exits
+        throw std::runtime_error("the root cause");
+    }
+    const int fd = ::open(fifo.c_str(), O_RDONLY);
+    char byte;
+    const ssize_t n = ::read(fd, &byte, 1);  // end of file once rank 1 has exited
+    ::close(fd);
+    if (n <= 0) throw std::runtime_error("peer went away");
+    return 0;
+}
+MPIFY_REGISTER(root_cause_then_peer);
 
 void print_lines(int count) {
     for (int i = 0; i < count; ++i) std::cout << "line " << i << " of rank " << mpify::local_rank() << '\n';

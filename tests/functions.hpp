@@ -56,6 +56,7 @@ struct TestContext {
     int crash_on(int rank, std::string how);                                             \
     int hang_on_workers(int printed_marker);                                             \
     int fail_or_hang(int failing_rank);                                                  \
+    int root_cause_then_peer(std::string fifo);                                          \
     void print_lines(int count);                                                         \
     bool context_active();                                                               \
     std::string env_of(std::string name);                                                \

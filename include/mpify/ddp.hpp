@@ -1,0 +1,31 @@
+#pragma once
+// Helpers for code running inside a DdpGuard (every rank of an in_ddp call).
+#include <mpify/export.hpp>
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <functional>
+
+namespace mpify {
+namespace ddp {
+
+/// Global rank of this process in the active group. Throws mpify::UsageError when no
+/// DdpGuard is active (as do all the functions below).
+MPIFY_API int rank();
+/// Number of processes in the active group.
+MPIFY_API int world_size();
+/// The active c10d process group, for collectives these helpers do not cover.
+MPIFY_API c10::intrusive_ptr<c10d::ProcessGroup> process_group();
+/// Waits until every rank has reached the barrier.
+MPIFY_API void barrier();
+/// Reduces `tensor` in place over all ranks (default: sum).
+MPIFY_API void all_reduce(at::Tensor& tensor, c10d::ReduceOp op = c10d::ReduceOp::SUM);
+/// Copies rank `source`'s `tensor` into every rank's `tensor`.
+MPIFY_API void broadcast(at::Tensor& tensor, int source = 0);
+/// Rank 0 runs `f` first; the others run it after rank 0 has finished (downloads,
+/// unpacking, caches: rank 0 fills the cache, the others find it full). Every rank runs f.
+MPIFY_API void rank0_first(const std::function<void()>& f);
+
+}  // namespace ddp
+}  // namespace mpify

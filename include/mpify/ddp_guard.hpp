@@ -1,0 +1,135 @@
+#pragma once
+// DdpGuard: the RAII scope of one c10d process group; in_ddp: ranch with a DdpGuard
+// around fn in every rank, returning rank 0's result.
+//
+//   double train(Config cfg) {
+//       mpify::DdpGuard ddp;    // in a rank started by in_ddp: joins the group
+//       ...
+//   }
+//   MPIFY_REGISTER(train);
+//   double accuracy = mpify::in_ddp(4, train, cfg);
+#include <mpify/export.hpp>
+#include <mpify/ranch.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify {
+namespace detail {
+struct DdpSettings;
+}
+
+/// Which c10d backend a group uses.
+enum class Backend {
+    automatic,  ///< NCCL when this LibTorch has CUDA and NCCL and a GPU is present, else Gloo
+    gloo,       ///< CPU tensors over TCP
+    nccl,       ///< CUDA tensors over NCCL (needs a CUDA build of LibTorch)
+};
+
+/// How the ranks of one group find each other.
+struct DdpOptions {
+    /// Ranks in the whole group; default: the ranks of this ranch call (LOCAL_WORLD_SIZE).
+    /// Larger when several machines join one group, each calling in_ddp with its own base_rank.
+    std::optional<int> world_size;
+    /// Global rank of this call's local rank 0 (RANK = base_rank + LOCAL_RANK).
+    int base_rank = 0;
+    /// Address of the machine with base_rank 0, where the rendezvous store listens.
+    std::string addr = "127.0.0.1";
+    /// Port of the rendezvous store. 0: a free port, chosen by the caller with base_rank 0
+    /// when it opens the store (no race); callers with base_rank > 0 must be given the port.
+    int port = 0;
+    /// The c10d backend.
+    Backend backend = Backend::automatic;
+    /// Local rank -> CUDA device, any devices in any order ({3, 1}: local rank 0 uses GPU 3).
+    /// Empty: local rank k uses device k. Only meaningful with CUDA.
+    std::vector<int> gpus;
+    /// How long joining the group, and each collective, may take before failing.
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+
+/// The RAII scope of one process group. On construction: sets RANK, WORLD_SIZE,
+/// MASTER_ADDR and MASTER_PORT, binds the process to its GPU when CUDA is used, joins
+/// the rendezvous and creates the group. On destruction: destroys the group and restores
+/// the environment; a new guard in the same process then works. One guard at a time
+/// per process: a second one, nested or on another thread, is a mpify::UsageError.
+///
+/// Default-constructed (as in_ddp does in every rank), it reads its settings from the
+/// environment in_ddp prepared; outside in_ddp it needs MASTER_ADDR and MASTER_PORT and
+/// RANK/WORLD_SIZE (or LOCAL_RANK/LOCAL_WORLD_SIZE), as torchrun provides.
+class MPIFY_API DdpGuard {
+public:
+    DdpGuard();
+    /// With explicit settings (the rank is base_rank + LOCAL_RANK).
+    explicit DdpGuard(const DdpOptions& options);
+    ~DdpGuard();
+    DdpGuard(const DdpGuard&) = delete;
+    DdpGuard& operator=(const DdpGuard&) = delete;
+
+    /// Global rank of this process in the group.
+    int rank() const;
+    /// Number of processes in the group.
+    int world_size() const;
+
+    struct State;
+
+private:
+    void open(const detail::DdpSettings& settings);
+    std::unique_ptr<State> state_;
+};
+
+namespace detail {
+
+/// What in_ddp prepares in the caller before spawning: validates the options, opens the
+/// rendezvous store when this caller has base_rank 0 (on a free port when port is 0),
+/// and yields the environment that tells every rank's DdpGuard where to go. The store
+/// lives as long as this object.
+class MPIFY_API DdpLaunch {
+public:
+    DdpLaunch(const DdpOptions& options, int n);
+    ~DdpLaunch();
+    DdpLaunch(const DdpLaunch&) = delete;
+    DdpLaunch& operator=(const DdpLaunch&) = delete;
+    const std::map<std::string, std::string>& environment() const { return environment_; }
+
+private:
+    std::map<std::string, std::string> environment_;
+    std::shared_ptr<void> store_;
+};
+
+}  // namespace detail
+
+/// Runs fn on n local ranks inside a DdpGuard each and returns rank 0's result (the
+/// caller is rank 0), like Python mpify's in_torchddp. `ranch_options` apply as for
+/// ranch, except that the caller is always rank 0 and only its result is kept.
+template <class R, class... P, class... A>
+std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...),
+                       A&&... args) {
+    const detail::DdpLaunch launch(options, n);
+    Options o = ranch_options;
+    o.caller_rank = 0;
+    o.gather = false;
+    for (const auto& [name, value] : launch.environment()) o.env[name] = value;
+    if constexpr (std::is_void_v<std::decay_t<R>>) {
+        ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
+    } else {
+        return std::move(ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...).front());
+    }
+}
+
+/// in_ddp with default ranch options.
+template <class R, class... P, class... A>
+std::decay_t<R> in_ddp(const DdpOptions& options, int n, R (*fn)(P...), A&&... args) {
+    return in_ddp(options, Options{}, n, fn, std::forward<A>(args)...);
+}
+
+/// in_ddp with default options: a Gloo (or NCCL) group of n local ranks on a free port.
+template <class R, class... P, class... A>
+std::decay_t<R> in_ddp(int n, R (*fn)(P...), A&&... args) {
+    return in_ddp(DdpOptions{}, Options{}, n, fn, std::forward<A>(args)...);
+}
+
+}  // namespace mpify

@@ -1,0 +1,126 @@
+#pragma once
+// DistributedDataParallel for LibTorch's C++ frontend: wrap a module inside a DdpGuard
+// and its gradients are averaged over all ranks during backward, bucket by bucket.
+//
+//   auto model = std::make_shared<Net>();
+//   mpify::DistributedDataParallel ddp_model(model);   // parameters from rank 0
+//   auto loss = loss_fn(ddp_model(x), y);
+//   loss.backward();                                   // gradients averaged on return
+//   optimizer.step();
+#include <mpify/export.hpp>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace mpify {
+
+/// Options of DistributedDataParallel.
+struct DdpModelOptions {
+    /// Gradients are all-reduced in buckets of about this many bytes; a bucket is sent
+    /// as soon as all its gradients are ready, while backward goes on.
+    std::size_t bucket_bytes = 25u << 20;
+    /// Broadcast buffers (BatchNorm statistics, ...) from rank 0 before every forward.
+    bool broadcast_buffers = true;
+};
+
+namespace detail {
+
+/// The compiled engine behind DistributedDataParallel: autograd hooks, buckets, the
+/// collectives. Works on the active DdpGuard's process group.
+class MPIFY_API GradientReducer {
+public:
+    GradientReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes);
+    ~GradientReducer();
+    GradientReducer(const GradientReducer&) = delete;
+    GradientReducer& operator=(const GradientReducer&) = delete;
+
+    /// Whether backward averages gradients (false inside no_sync()).
+    void set_sync(bool sync);
+    bool sync() const;
+    std::size_t bucket_count() const;
+    /// Buckets sent from a gradient hook while backward still ran, and buckets sent when
+    /// it had finished, over the reducer's life (what "overlapped" means, measured).
+    std::size_t buckets_sent_during_backward() const;
+    std::size_t buckets_sent_after_backward() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+/// Overwrites every rank's tensors with rank 0's (one collective per dtype).
+MPIFY_API void broadcast_from_rank0(const std::vector<at::Tensor>& tensors);
+
+}  // namespace detail
+
+/// Wraps a module for data-parallel training in the active DdpGuard's group: its
+/// parameters and buffers are copied from rank 0 on construction, and every backward
+/// through it leaves each parameter's gradient averaged over all ranks. Parameters that
+/// get no gradient in a step (on one rank or all) do not hang the group. Every rank must
+/// run backward in every synchronized step.
+template <class Module>
+class DistributedDataParallel {
+public:
+    explicit DistributedDataParallel(std::shared_ptr<Module> module, DdpModelOptions options = {})
+        : module_(std::move(module)), options_(options) {
+        std::vector<at::Tensor> state = module_->parameters();
+        for (const at::Tensor& b : module_->buffers()) state.push_back(b);
+        detail::broadcast_from_rank0(state);
+        reducer_ = std::make_unique<detail::GradientReducer>(module_->parameters(), options_.bucket_bytes);
+    }
+
+    /// Calls the module's forward.
+    template <class... Args>
+    decltype(auto) operator()(Args&&... args) {
+        if (options_.broadcast_buffers) {
+            const std::vector<at::Tensor> buffers = module_->buffers();
+            if (!buffers.empty()) detail::broadcast_from_rank0(buffers);
+        }
+        return module_->forward(std::forward<Args>(args)...);
+    }
+
+    Module* operator->() const { return module_.get(); }
+    Module& operator*() const { return *module_; }
+    /// The wrapped module.
+    const std::shared_ptr<Module>& module() const { return module_; }
+    /// The module's parameters, for the optimizer.
+    std::vector<at::Tensor> parameters() const { return module_->parameters(); }
+
+    /// While the returned object lives, backward only accumulates local gradients
+    /// (gradient accumulation); the first backward after it averages the accumulated sum.
+    class NoSync {
+    public:
+        explicit NoSync(detail::GradientReducer& reducer) : reducer_(reducer), previous_(reducer.sync()) {
+            reducer_.set_sync(false);
+        }
+        ~NoSync() { reducer_.set_sync(previous_); }
+        NoSync(const NoSync&) = delete;
+        NoSync& operator=(const NoSync&) = delete;
+
+    private:
+        detail::GradientReducer& reducer_;
+        bool previous_;
+    };
+    [[nodiscard]] NoSync no_sync() { return NoSync(*reducer_); }
+
+    /// The bucketing engine, for inspection (bucket count, overlap counters).
+    const detail::GradientReducer& reducer() const { return *reducer_; }
+
+private:
+    std::shared_ptr<Module> module_;
+    DdpModelOptions options_;
+    std::unique_ptr<detail::GradientReducer> reducer_;
+};
+
+template <class Module>
+DistributedDataParallel(std::shared_ptr<Module>) -> DistributedDataParallel<Module>;
+template <class Module>
+DistributedDataParallel(std::shared_ptr<Module>, DdpModelOptions) -> DistributedDataParallel<Module>;
+
+}  // namespace mpify

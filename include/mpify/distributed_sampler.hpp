@@ -1,0 +1,36 @@
+#pragma once
+// Sharding data over the ranks of a group, as fastai's DistributedDL does: every epoch
+// each rank sees a disjoint shard of equal size, and set_epoch reshuffles.
+#include <mpify/export.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace mpify {
+
+/// Which samples one rank handles in each epoch.
+///
+/// Every rank draws the same permutation of [0, size) from (seed, epoch), pads it by
+/// wrapping around to a multiple of world_size, and takes every world_size-th index
+/// starting at its rank: shards are disjoint but for at most world_size - 1 repeated
+/// samples of the padding, and all have size ceil(size / world_size).
+class MPIFY_API DistributedSampler {
+public:
+    DistributedSampler(std::int64_t size, int rank, int world_size, bool shuffle = true, std::uint64_t seed = 0);
+    /// Chooses the epoch, whose permutation indices() then returns.
+    void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
+    /// This rank's sample indices for the current epoch, in the order to visit them.
+    std::vector<std::int64_t> indices() const;
+    /// Number of indices per rank per epoch.
+    std::int64_t shard_size() const;
+
+private:
+    std::int64_t size_;
+    int rank_;
+    int world_size_;
+    bool shuffle_;
+    std::uint64_t seed_;
+    std::int64_t epoch_ = 0;
+};
+
+}  // namespace mpify

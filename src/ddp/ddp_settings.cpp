@@ -1,0 +1,135 @@
+#include "ddp_settings.hpp"
+
+#include <mpify/error.hpp>
+#include <mpify/process.hpp>
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <sstream>
+
+namespace mpify::detail {
+namespace {
+
+// Names of the variables in_ddp sets besides torchrun's MASTER_ADDR / MASTER_PORT / WORLD_SIZE.
+constexpr const char* base_rank_var = "MPIFY_DDP_BASE_RANK";
+constexpr const char* backend_var = "MPIFY_DDP_BACKEND";
+constexpr const char* gpus_var = "MPIFY_DDP_GPUS";
+constexpr const char* timeout_var = "MPIFY_DDP_TIMEOUT_MS";
+constexpr const char* store_var = "MPIFY_DDP_STORE";
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+long long env_number(const char* name, long long fallback) {
+    const char* text = env(name);
+    if (!text) return fallback;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end != '\0')
+        throw UsageError(fmt::format("mpify::DdpGuard: {}='{}' is not a whole number", name, text));
+    return value;
+}
+
+Backend parse_backend(const std::string& text) {
+    if (text == "gloo") return Backend::gloo;
+    if (text == "nccl") return Backend::nccl;
+    if (text.empty() || text == "automatic") return Backend::automatic;
+    throw UsageError(fmt::format("mpify::DdpGuard: unknown backend '{}' (gloo, nccl or automatic)", text));
+}
+
+const char* backend_name(Backend b) {
+    switch (b) {
+        case Backend::gloo: return "gloo";
+        case Backend::nccl: return "nccl";
+        case Backend::automatic: break;
+    }
+    return "automatic";
+}
+
+std::vector<int> parse_gpus(const char* text) {
+    std::vector<int> gpus;
+    if (!text) return gpus;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) gpus.push_back(std::stoi(item));
+    return gpus;
+}
+
+void check(const DdpSettings& s) {
+    if (s.world_size < 1)
+        throw UsageError(fmt::format("mpify::DdpGuard: world_size must be at least 1 (it is {})", s.world_size));
+    if (s.rank < 0 || s.rank >= s.world_size)
+        throw UsageError(fmt::format("mpify::DdpGuard: rank {} is outside the group of {} ranks; check base_rank "
+                                     "and world_size", s.rank, s.world_size));
+    if (s.port < 0 || s.port > 65535)
+        throw UsageError(fmt::format("mpify::DdpGuard: port {} is not a TCP port", s.port));
+}
+
+}  // namespace
+
+DdpSettings settings_from_environment() {
+    std::vector<std::string> missing;
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
+        if (!env(name)) missing.push_back(name);
+    if (!env("RANK") && !env("LOCAL_RANK")) missing.push_back("RANK (or LOCAL_RANK)");
+    if (!env("WORLD_SIZE") && !env("LOCAL_WORLD_SIZE")) missing.push_back("WORLD_SIZE (or LOCAL_WORLD_SIZE)");
+    if (!missing.empty()) {
+        std::string names;
+        for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+        throw UsageError(fmt::format(
+            "mpify::DdpGuard: the environment lacks {}. Run the function with mpify::in_ddp, which sets "
+            "them, or set them as torchrun does, or construct the guard with mpify::DdpOptions.", names));
+    }
+    DdpSettings s;
+    s.local_rank = local_rank();
+    s.rank = env(base_rank_var) || !env("RANK")
+                 ? static_cast<int>(env_number(base_rank_var, 0)) + s.local_rank
+                 : static_cast<int>(env_number("RANK", 0));
+    s.world_size = static_cast<int>(env_number("WORLD_SIZE", local_world_size()));
+    s.addr = env("MASTER_ADDR");
+    s.port = static_cast<int>(env_number("MASTER_PORT", 0));
+    s.backend = parse_backend(env(backend_var) ? env(backend_var) : "");
+    s.gpus = parse_gpus(env(gpus_var));
+    s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000));
+    s.store_hosted = env(store_var) && std::string(env(store_var)) == "hosted";
+    if (s.port == 0)
+        throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");
+    check(s);
+    return s;
+}
+
+DdpSettings settings_from_options(const DdpOptions& options) {
+    DdpSettings s;
+    s.local_rank = local_rank();
+    s.rank = options.base_rank + s.local_rank;
+    s.world_size = options.world_size.value_or(local_world_size());
+    s.addr = options.addr;
+    s.port = options.port;
+    s.backend = options.backend;
+    s.gpus = options.gpus;
+    s.timeout = options.timeout;
+    if (s.port == 0)
+        throw UsageError("mpify::DdpGuard: port 0 (a free port) needs mpify::in_ddp to choose it and tell every "
+                         "rank; with an explicit DdpGuard give the port");
+    check(s);
+    return s;
+}
+
+std::map<std::string, std::string> environment_for(const DdpOptions& options, int world_size, int port) {
+    std::string gpus;
+    for (int g : options.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    std::map<std::string, std::string> e{
+        {"MASTER_ADDR", options.addr},
+        {"MASTER_PORT", std::to_string(port)},
+        {"WORLD_SIZE", std::to_string(world_size)},
+        {base_rank_var, std::to_string(options.base_rank)},
+        {backend_var, backend_name(options.backend)},
+        {timeout_var, std::to_string(options.timeout.count())},
+    };
+    if (!gpus.empty()) e[gpus_var] = gpus;
+    e[store_var] = "hosted";  // the caller with base_rank 0 hosts it, for every machine
+    return e;
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,37 @@
+#include <mpify/distributed_sampler.hpp>
+#include <mpify/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace mpify {
+
+DistributedSampler::DistributedSampler(std::int64_t size, int rank, int world_size, bool shuffle, std::uint64_t seed)
+    : size_(size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
+    if (size < 1 || world_size < 1 || rank < 0 || rank >= world_size)
+        throw UsageError(fmt::format("mpify::DistributedSampler: needs size >= 1 and 0 <= rank < world_size "
+                                     "(size {}, rank {}, world_size {})", size, rank, world_size));
+}
+
+std::int64_t DistributedSampler::shard_size() const { return (size_ + world_size_ - 1) / world_size_; }
+
+std::vector<std::int64_t> DistributedSampler::indices() const {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(size_));
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    if (shuffle_) {
+        // mt19937_64 and a hand-written Fisher-Yates: the same sequence on every
+        // platform and library version (std::shuffle's algorithm is unspecified).
+        std::mt19937_64 random(seed_ * 1000003u + static_cast<std::uint64_t>(epoch_));
+        for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+    }
+    std::vector<std::int64_t> shard;
+    shard.reserve(static_cast<std::size_t>(shard_size()));
+    const std::int64_t padded = shard_size() * world_size_;
+    for (std::int64_t k = rank_; k < padded; k += world_size_) shard.push_back(order[static_cast<std::size_t>(k % size_)]);
+    return shard;
+}
+
+}  // namespace mpify

@@ -1,0 +1,219 @@
+// The engine of DistributedDataParallel: bucketed gradient all-reduce that overlaps
+// the backward pass.
+//
+// Parameters are grouped into buckets in reverse registration order (their gradients
+// tend to become ready in that order), each bucket holding one dtype and about
+// bucket_bytes. A hook on every parameter copies its gradient into the bucket's flat
+// buffer; when a bucket is full its all-reduce starts at once, while autograd computes
+// the remaining gradients. Buckets start strictly in order, so every rank issues the
+// same sequence of collectives. When backward ends (an engine callback), the buckets not
+// yet started (parameters without a gradient this step contribute zeros) are started, a
+// small "which parameters had a gradient anywhere" map is summed, everything is waited
+// for, and each used parameter's .grad becomes the average.
+#include "active_group.hpp"
+
+#include <mpify/distributed_data_parallel.hpp>
+#include <mpify/error.hpp>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/engine.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace mpify::detail {
+
+struct GradientReducer::Impl : std::enable_shared_from_this<GradientReducer::Impl> {
+    struct Bucket {
+        std::vector<std::size_t> members;  // parameter indices
+        at::Tensor flat;
+        std::vector<at::Tensor> views;     // views[k]: members[k]'s slice, shaped like it
+        std::size_t pending = 0;           // members without a gradient yet this step
+        c10::intrusive_ptr<c10d::Work> work;
+    };
+
+    std::vector<at::Tensor> parameters;
+    std::vector<unsigned> hook_handles;
+    std::vector<std::size_t> bucket_of, slot_of;
+    std::vector<Bucket> buckets;
+    std::vector<bool> ready;
+    std::size_t next_bucket = 0;
+    bool in_step = false;
+    bool sync = true;
+    std::size_t sent_during = 0, sent_after = 0;
+    c10::intrusive_ptr<c10d::ProcessGroup> group;
+    int world_size = 1;
+    std::mutex mutex;
+
+    void build_buckets(std::size_t bucket_bytes) {
+        bucket_of.assign(parameters.size(), 0);
+        slot_of.assign(parameters.size(), 0);
+        std::map<at::ScalarType, std::size_t> open;  // dtype -> bucket being filled
+        std::map<at::ScalarType, std::size_t> bytes;
+        for (std::size_t i = parameters.size(); i-- > 0;) {
+            const at::Tensor& p = parameters[i];
+            const at::ScalarType type = p.scalar_type();
+            if (open.count(type) == 0 || bytes[type] >= bucket_bytes) {
+                open[type] = buckets.size();
+                bytes[type] = 0;
+                buckets.emplace_back();
+            }
+            Bucket& b = buckets[open[type]];
+            bucket_of[i] = open[type];
+            slot_of[i] = b.members.size();
+            b.members.push_back(i);
+            bytes[type] += static_cast<std::size_t>(p.numel()) * p.element_size();
+        }
+        for (Bucket& b : buckets) {
+            std::int64_t total = 0;
+            for (std::size_t i : b.members) total += parameters[i].numel();
+            b.flat = at::zeros({total}, parameters[b.members.front()].options().requires_grad(false));
+            std::int64_t offset = 0;
+            for (std::size_t i : b.members) {
+                const std::int64_t n = parameters[i].numel();
+                b.views.push_back(b.flat.narrow(0, offset, n).view(parameters[i].sizes()));
+                offset += n;
+            }
+        }
+    }
+
+    // On autograd's thread, before the gradient is accumulated into .grad.
+    void on_gradient(std::size_t i, const at::Tensor& gradient) {
+        std::lock_guard lock(mutex);
+        if (!sync) return;
+        if (!in_step) begin_step();
+        if (ready[i]) return;  // a second gradient for the same leaf: already counted
+        ready[i] = true;
+        Bucket& b = buckets[bucket_of[i]];
+        at::Tensor& slot = b.views[slot_of[i]];
+        at::NoGradGuard no_grad;
+        slot.copy_(gradient);
+        // What no_sync() steps accumulated so far is part of this step's gradient.
+        if (parameters[i].grad().defined()) slot.add_(parameters[i].grad());
+        if (--b.pending == 0) send_ready_buckets(true);
+    }
+
+    void begin_step() {
+        in_step = true;
+        next_bucket = 0;
+        std::fill(ready.begin(), ready.end(), false);
+        for (Bucket& b : buckets) {
+            b.pending = b.members.size();
+            b.work.reset();
+        }
+        // Runs once the whole backward pass is done.
+        torch::autograd::Engine::get_default_engine().queue_callback(
+            [self = shared_from_this()] { self->finish_step(); });
+    }
+
+    void send_ready_buckets(bool during_backward) {
+        while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
+            std::vector<at::Tensor> tensors{buckets[next_bucket].flat};
+            buckets[next_bucket].work = group->allreduce(tensors);
+            ++(during_backward ? sent_during : sent_after);
+            ++next_bucket;
+        }
+    }
+
+    void finish_step() {
+        std::lock_guard lock(mutex);
+        in_step = false;
+        at::NoGradGuard no_grad;
+        at::Tensor used = at::zeros({static_cast<std::int64_t>(parameters.size())}, at::kInt);
+        auto used_flags = used.accessor<int, 1>();
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            const bool has_gradient = ready[i] || parameters[i].grad().defined();
+            used_flags[static_cast<std::int64_t>(i)] = has_gradient ? 1 : 0;
+            if (ready[i]) continue;
+            Bucket& b = buckets[bucket_of[i]];
+            at::Tensor& slot = b.views[slot_of[i]];
+            if (parameters[i].grad().defined())
+                slot.copy_(parameters[i].grad());
+            else
+                slot.zero_();
+            --b.pending;
+        }
+        send_ready_buckets(false);
+        std::vector<at::Tensor> used_list{used};
+        group->allreduce(used_list)->wait();
+        for (Bucket& b : buckets) b.work->wait();  // throws if a peer failed
+        auto used_anywhere = used.accessor<int, 1>();
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            if (used_anywhere[static_cast<std::int64_t>(i)] == 0) continue;  // untouched, as without DDP
+            const at::Tensor average = buckets[bucket_of[i]].views[slot_of[i]].div(world_size);
+            at::Tensor& grad = parameters[i].mutable_grad();
+            if (grad.defined())
+                grad.copy_(average);
+            else
+                grad = average;
+        }
+    }
+};
+
+GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes)
+    : impl_(std::make_shared<Impl>()) {
+    const DdpGuard::State& active = active_group("mpify::DistributedDataParallel");
+    impl_->group = active.group;
+    impl_->world_size = active.world_size;
+    for (at::Tensor& p : parameters)
+        if (p.requires_grad()) impl_->parameters.push_back(p);
+    if (impl_->parameters.empty()) return;
+    impl_->ready.assign(impl_->parameters.size(), false);
+    impl_->build_buckets(std::max<std::size_t>(bucket_bytes, 1));
+    std::weak_ptr<Impl> weak = impl_;
+    for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
+        impl_->hook_handles.push_back(impl_->parameters[i].register_hook([weak, i](const at::Tensor& gradient) {
+            if (auto self = weak.lock()) self->on_gradient(i, gradient);
+        }));
+    }
+}
+
+GradientReducer::~GradientReducer() {
+    for (std::size_t i = 0; i < impl_->hook_handles.size(); ++i)
+        impl_->parameters[i].remove_hook(impl_->hook_handles[i]);
+}
+
+void GradientReducer::set_sync(bool sync) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->sync = sync;
+}
+
+bool GradientReducer::sync() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->sync;
+}
+
+std::size_t GradientReducer::bucket_count() const { return impl_->buckets.size(); }
+
+std::size_t GradientReducer::buckets_sent_during_backward() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->sent_during;
+}
+
+std::size_t GradientReducer::buckets_sent_after_backward() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->sent_after;
+}
+
+void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
+    const DdpGuard::State& active = active_group("mpify::DistributedDataParallel");
+    at::NoGradGuard no_grad;
+    std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
+    for (const at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
+    for (auto& [type, group] : by_type) {
+        std::vector<at::Tensor> flat_pieces;
+        for (const at::Tensor& t : group) flat_pieces.push_back(t.detach().reshape({-1}));
+        std::vector<at::Tensor> flat{at::cat(flat_pieces)};
+        c10d::BroadcastOptions options;
+        options.rootRank = 0;
+        active.group->broadcast(flat, options)->wait();
+        std::int64_t offset = 0;
+        for (const at::Tensor& t : group) {
+            t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+            offset += t.numel();
+        }
+    }
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,164 @@
+#include "ddp_functions.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace ddp_test {
+
+Mlp::Mlp() {
+    first = register_module("first", torch::nn::Linear(6, 8));
+    second = register_module("second", torch::nn::Linear(8, 1));
+}
+
+at::Tensor Mlp::forward(const at::Tensor& x) { return second(torch::tanh(first(x))); }
+
+std::pair<at::Tensor, at::Tensor> equivalence_data() {
+    torch::manual_seed(1234);
+    const at::Tensor x = torch::randn({12, 6});
+    const at::Tensor y = torch::randn({12, 1});
+    return {x, y};
+}
+
+namespace {
+
+std::vector<at::Tensor> copies(const std::vector<at::Tensor>& parameters) {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& p : parameters) out.push_back(p.detach().clone());
+    return out;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec) {
+    torch::manual_seed(0);
+    auto model = std::make_shared<Mlp>();
+    auto [x, y] = equivalence_data();
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < spec.steps; ++step) {
+        optimizer.zero_grad();
+        torch::mse_loss(model->forward(x), y).backward();
+        optimizer.step();
+    }
+    return copies(model->parameters());
+}
+
+std::int64_t allreduce_rank() {
+    at::Tensor t = torch::tensor(static_cast<std::int64_t>(mpify::ddp::rank()));
+    mpify::ddp::all_reduce(t);
+    return t.item<std::int64_t>();
+}
+MPIFY_REGISTER(allreduce_rank);
+
+TrainResult train_mlp(TrainSpec spec) {
+    torch::manual_seed(100 + mpify::ddp::rank());  // different on purpose: DDP copies rank 0's
+    auto model = std::make_shared<Mlp>();
+    if (mpify::ddp::rank() == 0) {
+        torch::manual_seed(0);
+        model = std::make_shared<Mlp>();  // the reference's initial parameters
+    }
+    mpify::DdpModelOptions options;
+    options.bucket_bytes = static_cast<std::size_t>(spec.bucket_bytes);
+    mpify::DistributedDataParallel ddp_model(model, options);
+    auto [x, y] = equivalence_data();
+    const std::int64_t per_rank = x.size(0) / mpify::ddp::world_size();
+    const at::Tensor my_x = x.narrow(0, mpify::ddp::rank() * per_rank, per_rank);
+    const at::Tensor my_y = y.narrow(0, mpify::ddp::rank() * per_rank, per_rank);
+    const std::int64_t micro = per_rank / spec.micro_batches;
+    torch::optim::SGD optimizer(ddp_model.parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < spec.steps; ++step) {
+        optimizer.zero_grad();
+        for (int m = 0; m < spec.micro_batches; ++m) {
+            const at::Tensor bx = my_x.narrow(0, m * micro, micro);
+            const at::Tensor by = my_y.narrow(0, m * micro, micro);
+            const at::Tensor loss = torch::mse_loss(ddp_model(bx), by) / spec.micro_batches;
+            if (m + 1 < spec.micro_batches) {
+                auto local_only = ddp_model.no_sync();
+                loss.backward();
+            } else {
+                loss.backward();
+            }
+        }
+        optimizer.step();
+    }
+    TrainResult result;
+    result.parameters = copies(model->parameters());
+    result.buckets = static_cast<std::int64_t>(ddp_model.reducer().bucket_count());
+    result.sent_during_backward = static_cast<std::int64_t>(ddp_model.reducer().buckets_sent_during_backward());
+    return result;
+}
+MPIFY_REGISTER(train_mlp);
+
+namespace {
+struct PartlyUsed : torch::nn::Module {
+    PartlyUsed() {
+        used = register_module("used", torch::nn::Linear(4, 1));
+        rank0_only = register_module("rank0_only", torch::nn::Linear(4, 1));
+        never = register_module("never", torch::nn::Linear(4, 1));
+    }
+    at::Tensor forward(const at::Tensor& x) {
+        at::Tensor out = used(x);
+        if (mpify::ddp::rank() == 0) out = out + rank0_only(x);
+        return out;
+    }
+    torch::nn::Linear used{nullptr}, rank0_only{nullptr}, never{nullptr};
+};
+}  // namespace
+
+bool unused_parameters_stay_consistent() {
+    auto model = std::make_shared<PartlyUsed>();
+    mpify::DistributedDataParallel ddp_model(model, mpify::DdpModelOptions{64, true});
+    torch::optim::SGD optimizer(ddp_model.parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < 3; ++step) {
+        optimizer.zero_grad();
+        ddp_model(torch::randn({5, 4})).sum().backward();
+        optimizer.step();
+    }
+    // Identical on every rank: max and min over ranks agree, parameter by parameter.
+    bool identical = true;
+    for (const at::Tensor& p : model->parameters()) {
+        at::Tensor high = p.detach().clone(), low = p.detach().clone();
+        mpify::ddp::all_reduce(high, c10d::ReduceOp::MAX);
+        mpify::ddp::all_reduce(low, c10d::ReduceOp::MIN);
+        identical = identical && at::equal(high, low);
+    }
+    const bool never_touched = !model->never->weight.grad().defined();
+    const bool rank0_only_averaged = model->rank0_only->weight.grad().defined();
+    return identical && never_touched && rank0_only_averaged;
+}
+MPIFY_REGISTER(unused_parameters_stay_consistent);
+
+std::string rank0_first_cache(std::string dir) {
+    const std::string cache = dir + "/cache.txt";
+    std::string seen;
+    mpify::ddp::rank0_first([&] {
+        if (mpify::ddp::rank() == 0) {
+            std::ofstream(cache) << "filled by rank 0";
+            return;
+        }
+        std::ifstream in(cache);
+        if (!in) throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " found no cache");
+        std::getline(in, seen);
+    });
+    // Every other rank saw rank 0's file; rank 0 reports what the others saw.
+    at::Tensor ok = torch::tensor(mpify::ddp::rank() == 0 || seen == "filled by rank 0" ? 1 : 0);
+    mpify::ddp::all_reduce(ok, c10d::ReduceOp::MIN);
+    return ok.item<int>() == 1 ? "all ranks saw rank 0's cache" : "some rank did not";
+}
+MPIFY_REGISTER(rank0_first_cache);
+
+int fail_mid_training(int failing_rank) {
+    for (int step = 0; step < 1000; ++step) {
+        if (step == 3 && mpify::ddp::rank() == failing_rank)
+            throw std::runtime_error("diverged at step 3 on rank " + std::to_string(failing_rank));
+        at::Tensor t = torch::ones({4});
+        mpify::ddp::all_reduce(t);
+    }
+    return 0;
+}
+MPIFY_REGISTER(fail_mid_training);
+
+std::int64_t noop_in_group() { return mpify::ddp::world_size(); }
+MPIFY_REGISTER(noop_in_group);
+
+}  // namespace ddp_test

@@ -1,0 +1,47 @@
+#pragma once
+// Functions the DDP tests run with in_ddp (compiled into the test-functions library).
+#include <mpify/torch.hpp>
+
+#include <torch/torch.h>
+
+namespace ddp_test {
+
+/// A small model whose training on n ranks must match one process exactly.
+struct Mlp : torch::nn::Module {
+    Mlp();
+    at::Tensor forward(const at::Tensor& x);
+    torch::nn::Linear first{nullptr}, second{nullptr};
+};
+
+/// The fixed data set: 12 samples of 6 features, one target each.
+std::pair<at::Tensor, at::Tensor> equivalence_data();
+
+/// How to train in train_mlp.
+struct TrainSpec {
+    int steps = 20;
+    int micro_batches = 1;     ///< >1: gradient accumulation under no_sync()
+    std::int64_t bucket_bytes = 25 << 20;
+    template <class Archive>
+    void serialize(Archive& ar, const unsigned int) { ar & steps & micro_batches & bucket_bytes; }
+};
+
+/// What a DDP training run reports from rank 0.
+struct TrainResult {
+    std::vector<at::Tensor> parameters;
+    std::int64_t buckets = 0;
+    std::int64_t sent_during_backward = 0;
+    template <class Archive>
+    void serialize(Archive& ar, const unsigned int) { ar & parameters & buckets & sent_during_backward; }
+};
+
+/// Plain SGD on the whole batch in this process: the reference.
+std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
+
+std::int64_t allreduce_rank();
+TrainResult train_mlp(TrainSpec spec);
+bool unused_parameters_stay_consistent();
+std::string rank0_first_cache(std::string dir);
+int fail_mid_training(int failing_rank);
+std::int64_t noop_in_group();
+
+}  // namespace ddp_test

@@ -1,0 +1,193 @@
+// DdpGuard, in_ddp, the ddp helpers and DistributedDataParallel, on Gloo over loopback.
+#include "ddp_functions.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+using Catch::Contains;
+
+namespace {
+
+mpify::Options quiet() {
+    mpify::Options options;
+    options.on_output = [](int, mpify::Stream, const std::string&) {};
+    return options;
+}
+
+int thread_count() {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+        (void)entry;
+        ++count;
+    }
+    return count;
+}
+
+void check_parameters_match(const std::vector<at::Tensor>& ddp, const std::vector<at::Tensor>& single) {
+    REQUIRE(ddp.size() == single.size());
+    for (std::size_t i = 0; i < ddp.size(); ++i) {
+        INFO("parameter " << i << ": largest difference " << (ddp[i] - single[i]).abs().max().item<double>());
+        CHECK(at::allclose(ddp[i], single[i], /*rtol=*/0, /*atol=*/1e-5));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("all-reduce of each rank's number over n = 2 3 4 gives n(n-1)/2", "[ddp]") {
+    for (int n : {2, 3, 4}) {
+        INFO("n = " << n);
+        CHECK(mpify::in_ddp(n, ddp_test::allreduce_rank) == n * (n - 1) / 2);
+    }
+}
+
+TEST_CASE("n ranks with batch B/n train to the same parameters as one process with batch B", "[ddp][model]") {
+    ddp_test::TrainSpec spec;
+    spec.bucket_bytes = 64;  // several buckets: the bucketed, overlapped path
+    const ddp_test::TrainResult result = mpify::in_ddp(3, ddp_test::train_mlp, spec);
+    CHECK(result.buckets > 1);
+    CHECK(result.sent_during_backward > 0);  // buckets went out while backward was running
+    check_parameters_match(result.parameters, ddp_test::train_mlp_single(spec));
+
+    spec.bucket_bytes = 25 << 20;  // one bucket: everything at the end of backward
+    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters,
+                           ddp_test::train_mlp_single(spec));
+}
+
+TEST_CASE("gradient accumulation under no_sync matches one process with the whole batch", "[ddp][model]") {
+    ddp_test::TrainSpec spec;
+    spec.micro_batches = 2;
+    spec.bucket_bytes = 128;
+    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters,
+                           ddp_test::train_mlp_single(spec));
+}
+
+TEST_CASE("parameters without a gradient on some or all ranks neither hang nor diverge", "[ddp][model]") {
+    CHECK(mpify::in_ddp(3, ddp_test::unused_parameters_stay_consistent));
+}
+
+TEST_CASE("rank0_first lets rank 0 fill a cache before the others read it", "[ddp]") {
+    mpify_test::TempDir dir;
+    CHECK(mpify::in_ddp(3, ddp_test::rank0_first_cache, dir.path()) == "all ranks saw rank 0's cache");
+}
+
+TEST_CASE("a rank that never joins fails the others with its rank named", "[ddp][failure]") {
+    mpify::DdpOptions options;
+    options.world_size = 3;  // only 2 ranks are started: rank 2 never comes
+    options.timeout = std::chrono::milliseconds(1500);
+    try {
+        mpify::in_ddp(options, quiet(), 2, ddp_test::noop_in_group);
+        FAIL("in_ddp returned");
+    } catch (const mpify::Error& e) {
+        CHECK_THAT(e.what(), Contains("rank(s) 2 did not join the group"));
+    }
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a rank that throws mid-training is the error the caller gets", "[ddp][failure]") {
+    mpify::DdpOptions options;
+    options.timeout = std::chrono::seconds(20);
+    try {
+        mpify::in_ddp(options, quiet(), 3, ddp_test::fail_mid_training, 1);
+        FAIL("in_ddp returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE_FALSE(e.failures().empty());
+        CHECK(e.failures().front().rank == 1);
+        CHECK(e.failures().front().message == "diverged at step 3 on rank 1");
+    }
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("an explicit port already in use is a clear error before anything starts", "[ddp][failure]") {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(listener, 1) == 0);
+    socklen_t length = sizeof address;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+    mpify::DdpOptions options;
+    options.port = ntohs(address.sin_port);
+    CHECK_THROWS_WITH(mpify::in_ddp(options, 2, ddp_test::noop_in_group), Contains("Is the port in use?"));
+    CHECK(mpify_test::has_no_children());
+    ::close(listener);
+}
+
+TEST_CASE("a DdpGuard outside in_ddp without its environment names the missing variables", "[ddp][usage]") {
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) ::unsetenv(name);
+    CHECK_THROWS_WITH(mpify::DdpGuard(), Contains("the environment lacks MASTER_ADDR, MASTER_PORT"));
+    CHECK_THROWS_WITH(mpify::ddp::rank(), Contains("no mpify::DdpGuard is active"));
+}
+
+TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][resources]") {
+    CHECK(mpify::in_ddp(2, ddp_test::noop_in_group) == 2);  // lazy initializations happen here
+    const int fds = mpify_test::open_fd_count();
+    const int threads = thread_count();
+    for (int i = 0; i < 20; ++i) REQUIRE(mpify::in_ddp(2, ddp_test::noop_in_group) == 2);
+    CHECK(mpify_test::open_fd_count() == fds);
+    CHECK(thread_count() == threads);
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("two callers at once form two separate groups", "[ddp][resources]") {
+    mpify_test::Subprocess first(MPIFY_TEST_DDP_CALLER, {"2", "0", "2", "0"});
+    mpify_test::Subprocess second(MPIFY_TEST_DDP_CALLER, {"3", "0", "3", "0"});
+    CHECK_THAT(first.read_all(), Contains("allreduce = 1"));   // 0 + 1
+    CHECK_THAT(second.read_all(), Contains("allreduce = 3"));  // 0 + 1 + 2
+    CHECK(first.wait() == 0);
+    CHECK(second.wait() == 0);
+}
+
+TEST_CASE("two callers with base ranks 0 and 2 form one group of 4", "[ddp]") {
+    // A free port for the rendezvous, as an administrator would pick one.
+    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    socklen_t length = sizeof address;
+    ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+    const std::string port = std::to_string(ntohs(address.sin_port));
+    ::close(probe);
+
+    mpify_test::Subprocess machine_a(MPIFY_TEST_DDP_CALLER, {"2", "0", "4", port});
+    mpify_test::Subprocess machine_b(MPIFY_TEST_DDP_CALLER, {"2", "2", "4", port});
+    CHECK_THAT(machine_a.read_all(), Contains("allreduce = 6"));  // 0 + 1 + 2 + 3
+    CHECK_THAT(machine_b.read_all(), Contains("allreduce = 6"));
+    CHECK(machine_a.wait() == 0);
+    CHECK(machine_b.wait() == 0);
+}
+
+TEST_CASE("each rank's shard is disjoint and equal in size and set_epoch reshuffles", "[ddp][sampler]") {
+    const std::int64_t size = 103;
+    const int world = 4;
+    std::vector<std::vector<std::int64_t>> shards;
+    for (int rank = 0; rank < world; ++rank) {
+        mpify::DistributedSampler sampler(size, rank, world, true, 7);
+        sampler.set_epoch(3);
+        shards.push_back(sampler.indices());
+    }
+    std::vector<int> seen(size, 0);
+    for (const auto& shard : shards) {
+        CHECK(static_cast<std::int64_t>(shard.size()) == 26);  // ceil(103 / 4)
+        for (std::int64_t i : shard) ++seen[static_cast<std::size_t>(i)];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 0) == 0);                       // every sample is used
+    CHECK(std::accumulate(seen.begin(), seen.end(), 0) == 26 * world);          // 1 padding repeat
+    CHECK(std::count_if(seen.begin(), seen.end(), [](int c) { return c > 1; }) == 26 * world - size);
+
+    mpify::DistributedSampler sampler(size, 0, world, true, 7);
+    sampler.set_epoch(3);
+    const auto epoch3 = sampler.indices();
+    sampler.set_epoch(4);
+    CHECK(sampler.indices() != epoch3);
+    sampler.set_epoch(3);
+    CHECK(sampler.indices() == epoch3);
+}
