@@ -6,7 +6,7 @@ packages=(
   build-essential cmake
   libtorch-dev libgloo-dev             # LibTorch 1.13 (CPU, c10d + Gloo)
   libboost-dev libboost-serialization-dev libboost-filesystem-dev
-  libfmt-dev catch2 libbenchmark-dev
+  libfmt-dev catch2 libbenchmark-dev zlib1g-dev
   dataset-fashion-mnist                # examples
 )
 

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,9 @@ namespace {
 
 // One ranch at a time per process: LOCAL_RANK and friends are process-wide.
 std::mutex ranch_in_progress;
+
+// When the caller's fn threw (see mark_local_failure); 0: it has not.
+std::atomic<Clock::rep> local_failure_ticks{0};
 
 UniqueFd open_pipe(UniqueFd& write_end) {
     int fds[2];
@@ -113,6 +117,11 @@ StartedWorker start_worker(const WorkerHost& host, const Options& options, std::
 
 }  // namespace
 
+void mark_local_failure() noexcept {
+    Clock::rep expected = 0;
+    local_failure_ticks.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+}
+
 std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
                                    const std::function<void()>& local_call) {
     FunctionEntry entry;
@@ -178,6 +187,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
 
     std::exception_ptr local_error;
     Clock::time_point local_error_time{};
+    local_failure_ticks = 0;
     bool local_still_running_at_deadline = false;
     if (options.caller_rank) {
         std::map<std::string, std::string> own = options.env;
@@ -189,7 +199,8 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
             local_call();
         } catch (...) {
             local_error = std::current_exception();
-            local_error_time = Clock::now();
+            const Clock::rep thrown_at = local_failure_ticks.load();
+            local_error_time = thrown_at != 0 ? Clock::time_point(Clock::duration(thrown_at)) : Clock::now();
             supervisor.request_stop();
         }
         local_still_running_at_deadline = deadline && Clock::now() > *deadline;

@@ -43,6 +43,28 @@ FunctionEntry find_function(const CallMeta& call) {
         "qualified names (MPIFY_REGISTER(ns::f)) or rename one", found.size(), call.function, where));
 }
 
+std::int64_t monotonic_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// The failure report goes out where fn threw, inside its context: the context's
+// destructor (a DdpGuard's) breaks the other ranks' collectives, and the caller, failing
+// in turn, stops this worker; by then this rank's report, the root cause, must be sent.
+int channel = -1;
+bool failure_sent = false;
+
+// Inside a catch block: sends the exception being handled as this worker's failure.
+void send_failure() noexcept {
+    if (failure_sent) return;
+    failure_sent = true;
+    try {
+        const FailureInfo failure{current_exception_type(), current_exception_message(), monotonic_ns()};
+        write_frame(channel, FrameType::failure, encode_failure(failure));
+    } catch (...) {
+    }
+}
+
 // Runs the call and returns the result blob; throws whatever fn throws.
 std::string run_call(const CallMeta& call, std::string_view args) {
     if (!call.library.empty() && ::dlopen(call.library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
@@ -56,7 +78,12 @@ std::string run_call(const CallMeta& call, std::string_view args) {
         std::string& result;
         static void run(void* self) {
             auto* b = static_cast<Body*>(self);
-            b->result = b->function.invoke(b->args, b->want_result);
+            try {
+                b->result = b->function.invoke(b->args, b->want_result);
+            } catch (...) {
+                send_failure();
+                throw;  // on through the context's destructor
+            }
         }
     } body{function, args, call.want_result, result};
     if (call.context_key.empty()) {
@@ -80,6 +107,7 @@ void flush_everything() {
 }
 
 [[noreturn]] void serve(int fd) {
+    channel = fd;
     // Output goes to a pipe: line-buffer it so the caller sees lines as they happen.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::optional<Frame> frame;
@@ -99,13 +127,7 @@ void flush_everything() {
         write_frame(fd, FrameType::result, result);
         ok = true;
     } catch (...) {
-        const auto now = std::chrono::steady_clock::now().time_since_epoch();
-        const FailureInfo failure{current_exception_type(), current_exception_message(),
-                                  std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()};
-        try {
-            write_frame(fd, FrameType::failure, encode_failure(failure));
-        } catch (...) {
-        }
+        send_failure();  // unless fn's own failure went out already
     }
     flush_everything();
     // _exit, not exit: the result is delivered, and static destructors of a process

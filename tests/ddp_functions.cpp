@@ -161,4 +161,14 @@ MPIFY_REGISTER(fail_mid_training);
 std::int64_t noop_in_group() { return mpify::ddp::world_size(); }
 MPIFY_REGISTER(noop_in_group);
 
+std::string nested_guard() {
+    try {
+        mpify::DdpGuard inner;
+        return "a nested guard was allowed";
+    } catch (const mpify::UsageError& e) {
+        return e.what();
+    }
+}
+MPIFY_REGISTER(nested_guard);
+
 }  // namespace ddp_test

@@ -43,5 +43,6 @@ bool unused_parameters_stay_consistent();
 std::string rank0_first_cache(std::string dir);
 int fail_mid_training(int failing_rank);
 std::int64_t noop_in_group();
+std::string nested_guard();
 
 }  // namespace ddp_test

@@ -25,14 +25,20 @@ bool has_no_children() {
     return ::waitpid(-1, &status, WNOHANG) == -1 && errno == ECHILD;
 }
 
-int open_fd_count() {
+namespace {
+int entries_in(const char* directory) {
     int count = 0;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    for (const auto& entry : std::filesystem::directory_iterator(directory)) {
         (void)entry;
         ++count;
     }
     return count;
 }
+}  // namespace
+
+int open_fd_count() { return entries_in("/proc/self/fd"); }
+
+int thread_count() { return entries_in("/proc/self/task"); }
 
 long rss_kib() {
     std::ifstream status("/proc/self/status");

@@ -13,6 +13,9 @@ bool has_no_children();
 /// Number of open file descriptors of this process.
 int open_fd_count();
 
+/// Number of threads of this process.
+int thread_count();
+
 /// Resident set size of this process, in KiB.
 long rss_kib();
 

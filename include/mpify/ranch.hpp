@@ -35,6 +35,11 @@ struct CallRequest {
 MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
                                              const std::function<void()>& local_call);
 
+/// Records that the caller's own fn is failing, now: called where fn throws, before the
+/// context's destructor runs (which may break the other ranks' collectives), so that the
+/// caller's failure is ordered correctly against the workers'.
+MPIFY_API void mark_local_failure() noexcept;
+
 template <class R>
 using ranch_result_t = std::conditional_t<std::is_void_v<R>, void, std::vector<R>>;
 
@@ -50,11 +55,19 @@ decltype(auto) as_param(const A& arg) {
 
 template <class Ctx, class Body>
 void with_context(Body&& body) {
+    auto stamped = [&] {
+        try {
+            body();
+        } catch (...) {
+            mark_local_failure();
+            throw;
+        }
+    };
     if constexpr (std::is_same_v<Ctx, NoContext>) {
-        body();
+        stamped();
     } else {
         [[maybe_unused]] Ctx context;
-        body();
+        stamped();
     }
 }
 

@@ -48,25 +48,25 @@ Backend resolve_backend(const DdpSettings& s) {
     return s.backend;
 }
 
-// Every rank announces itself, then waits for all the others: a rank that never comes
-// is named, instead of a socket timeout deep inside Gloo.
-void join(c10d::Store& store, const DdpSettings& s) {
-    store.set("joined/" + std::to_string(s.rank), std::vector<uint8_t>{1});
+// Every rank announces that it reached `phase`, then waits for all the others: a rank
+// that never comes is named, instead of a socket timeout deep inside Gloo.
+void wait_for_all(c10d::Store& store, const DdpSettings& s, const std::string& phase, const char* failure) {
+    store.set(phase + "/" + std::to_string(s.rank), std::vector<uint8_t>{1});
     const auto deadline = std::chrono::steady_clock::now() + s.timeout;
     for (int r = 0; r < s.world_size; ++r) {
-        const std::string key = "joined/" + std::to_string(r);
+        const std::string key = phase + "/" + std::to_string(r);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         try {
             store.wait({key}, std::max(left, std::chrono::milliseconds(1)));
         } catch (const std::exception&) {
             std::string missing;
             for (int m = r; m < s.world_size; ++m)
-                if (!store.check({"joined/" + std::to_string(m)}))
+                if (!store.check({phase + "/" + std::to_string(m)}))
                     missing += (missing.empty() ? "" : ", ") + std::to_string(m);
             throw Error(fmt::format(
-                "mpify::DdpGuard (rank {} of {}): rank(s) {} did not join the group at {}:{} within {} ms. "
+                "mpify::DdpGuard (rank {} of {}): rank(s) {} {} at {}:{} within {} ms. "
                 "Did every process start, with the same world_size, addr and port?",
-                s.rank, s.world_size, missing, s.addr, s.port, s.timeout.count()));
+                s.rank, s.world_size, missing, failure, s.addr, s.port, s.timeout.count()));
         }
     }
 }
@@ -128,8 +128,11 @@ std::unique_ptr<DdpGuard::State> open_group(const DdpSettings& s) {
     store_options.timeout = s.timeout;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(s.addr, store_options);
     state->store = c10::make_intrusive<c10d::PrefixStore>("mpify", tcp);
-    join(*state->store, s);
+    wait_for_all(*state->store, s, "joined", "did not join the group");
     state->group = create_group(state->store, s, backend);
+    // Gloo's constructor can return on one rank while a peer is still completing its
+    // connections: nobody goes on (and perhaps tears the group down) before all are done.
+    wait_for_all(*state->store, s, "connected", "did not finish connecting");
     return state;
 }
 

@@ -1,0 +1,125 @@
+// DDP costs, in one run: group set-up latency, training throughput on 1 and 2
+// processes, and the bucketed, overlapped all-reduce against one all-reduce per
+// parameter after backward.
+//
+//   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
+#include <data/fashion_mnist.hpp>
+#include <mpify/torch.hpp>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// conv32-conv64-fc128, the reference network of ../shared/NOTES.md.
+struct SmallCnn : torch::nn::Module {
+    SmallCnn()
+        : conv1(register_module("conv1", torch::nn::Conv2d(1, 32, 3))),
+          conv2(register_module("conv2", torch::nn::Conv2d(32, 64, 3))),
+          fc1(register_module("fc1", torch::nn::Linear(64 * 5 * 5, 128))),
+          fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
+    at::Tensor forward(at::Tensor x) {
+        x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+        x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+        return fc2(torch::relu(fc1(x.flatten(1))));
+    }
+    torch::nn::Conv2d conv1, conv2;
+    torch::nn::Linear fc1, fc2;
+};
+
+std::int64_t allreduce_once() {
+    at::Tensor t = torch::ones({1});
+    mpify::ddp::all_reduce(t);
+    return t.item<std::int64_t>();
+}
+MPIFY_REGISTER(allreduce_once);
+
+void noop() {}
+MPIFY_REGISTER(noop);
+
+// Trains `steps` batches of 64 per rank; returns the group's samples per second.
+// bucketed: DistributedDataParallel; otherwise one all-reduce per parameter after backward.
+double train_steps(int steps, bool bucketed) {
+    torch::set_num_threads(1);
+    const int world = mpify::ddp::world_size();
+    const std::int64_t batch = 64;
+    const auto data = mpify_examples::load_fashion_mnist(true, batch * steps * world);
+    mpify::DistributedSampler sampler(data.images.size(0), mpify::ddp::rank(), world, true, 1);
+    const auto indices = torch::tensor(sampler.indices());
+    torch::manual_seed(0);
+    auto model = std::make_shared<SmallCnn>();
+    mpify::DistributedDataParallel ddp_model(model);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    mpify::ddp::barrier();
+    const auto start = Clock::now();
+    for (int step = 0; step < steps; ++step) {
+        const at::Tensor rows = indices.narrow(0, step * batch, batch);
+        const at::Tensor x = data.images.index_select(0, rows), y = data.labels.index_select(0, rows);
+        optimizer.zero_grad();
+        if (bucketed) {
+            torch::cross_entropy_loss(ddp_model(x), y).backward();
+        } else {
+            auto local = ddp_model.no_sync();  // the reducer stays out of the way
+            torch::cross_entropy_loss(model->forward(x), y).backward();
+        }
+        if (!bucketed && world > 1) {
+            for (at::Tensor& p : model->parameters()) {
+                at::Tensor g = p.mutable_grad();
+                mpify::ddp::all_reduce(g);
+                g.div_(world);
+            }
+        }
+        optimizer.step();
+    }
+    mpify::ddp::barrier();
+    return static_cast<double>(batch * steps * world) / seconds_since(start);
+}
+MPIFY_REGISTER(train_steps);
+
+template <class F>
+double median_seconds(int runs, F&& body) {
+    std::vector<double> t;
+    body();
+    for (int i = 0; i < runs; ++i) {
+        const auto start = Clock::now();
+        body();
+        t.push_back(seconds_since(start));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    mpify::init(argc, argv);
+    const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
+    mpify::Options quiet;
+    quiet.relay = mpify::Relay::discard;
+
+    std::printf("mpify DDP benchmark (Gloo on loopback, one thread per rank)\n\n");
+    std::printf("%-36s %10s %10s %8s\n", "", "in_ddp (s)", "ranch (s)", "ratio");
+    for (int n : {2, 4}) {
+        const double ddp = median_seconds(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); });
+        const double plain = median_seconds(3, [&] { mpify::ranch(quiet, n, noop); });
+        std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %8.2f\n", n, n, ddp, plain, ddp / plain);
+    }
+
+    std::printf("\nsmall CNN on Fashion-MNIST, batch 64 per rank, %d steps\n", steps);
+    const double one = mpify::in_ddp(mpify::DdpOptions{}, quiet, 1, train_steps, steps, true);
+    const double two = mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, true);
+    std::printf("%-36s %10.0f samples/s\n%-36s %10.0f samples/s   (x%.2f)\n", "1 process", one, "2 processes", two,
+                two / one);
+
+    const double per_parameter = mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, false);
+    std::printf("\n2 processes: bucketed overlapped all-reduce %10.0f samples/s\n"
+                "             one all-reduce per parameter  %10.0f samples/s   (bucketed x%.2f)\n",
+                two, per_parameter, two / per_parameter);
+    return 0;
+}
