@@ -105,7 +105,6 @@ std::string encode_call_meta(const CallMeta& meta) {
     w.str(meta.function);
     w.str(meta.library);
     w.str(meta.context_key);
-    w.str(meta.context_name);
     return w.take();
 }
 
@@ -118,7 +117,6 @@ CallMeta decode_call(std::string_view payload, std::string_view& args) {
     meta.function = r.str();
     meta.library = r.str();
     meta.context_key = r.str();
-    meta.context_name = r.str();
     args = payload.substr(r.position());
     return meta;
 }

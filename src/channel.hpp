@@ -35,7 +35,6 @@ struct CallMeta {
     std::string function;      ///< registered name
     std::string library;       ///< shared object to load first; empty: the program itself
     std::string context_key;   ///< typeid name of the context; empty: none
-    std::string context_name;  ///< readable context name, for error messages
 };
 
 struct FailureInfo {

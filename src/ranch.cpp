@@ -134,7 +134,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
         throw UsageError(fmt::format(
             "{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
             "to its definition, in the program or library the workers load",
-            label, demangle(request.context_name.c_str())));
+            label, demangle(request.context_key.c_str())));
 
     std::unique_lock lock(ranch_in_progress, std::try_to_lock);
     if (!lock.owns_lock())
@@ -172,7 +172,6 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
                 meta.function = entry.name;
                 meta.library = host.library;
                 meta.context_key = request.context_key;
-                meta.context_name = demangle(request.context_name.c_str());
                 std::string head = encode_call_meta(meta);
                 head = frame_header(FrameType::call, head.size() + args->size()) + head;
                 supervisor.add(rank, std::move(w.process), std::move(w.channel), std::move(w.out),

@@ -95,7 +95,7 @@ std::string run_call(const CallMeta& call, std::string_view args) {
         throw std::runtime_error(fmt::format(
             "mpify worker: the context type {} is not registered in this worker; register it "
             "with MPIFY_REGISTER_CONTEXT in the program or library that defines the function",
-            call.context_name));
+            demangle(call.context_key.c_str())));
     context.run(&Body::run, &body);
     return result;
 }

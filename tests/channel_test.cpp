@@ -43,7 +43,6 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[channe
     meta.function = "ns::train";
     meta.library = "/tmp/libx.so";
     meta.context_key = "N5mpify8DdpGuardE";
-    meta.context_name = "mpify::DdpGuard";
     const std::string args("\0args\0", 6);
     const std::string payload = mpify::detail::encode_call_meta(meta) + args;
     std::string_view decoded_args;
@@ -54,7 +53,6 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[channe
     CHECK(decoded.function == meta.function);
     CHECK(decoded.library == meta.library);
     CHECK(decoded.context_key == meta.context_key);
-    CHECK(decoded.context_name == meta.context_name);
     CHECK(decoded_args == args);
 }
 

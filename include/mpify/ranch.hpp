@@ -26,7 +26,6 @@ struct CallRequest {
     const void* function = nullptr;  ///< address of the registered function
     std::string args;                ///< the serialized arguments
     std::string context_key;         ///< typeid name of the context, empty for none
-    std::string context_name;        ///< readable name of the context, for messages
 };
 
 /// Validates, spawns, runs `local_call` as the caller's rank (if any), supervises and
@@ -102,7 +101,6 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
     request.args = detail::to_blob(detail::as_param<std::decay_t<P>>(args)...);
     if constexpr (!std::is_same_v<Ctx, NoContext>) {
         request.context_key = typeid(Ctx).name();
-        request.context_name = typeid(Ctx).name();
     }
 
     if constexpr (std::is_void_v<Result>) {

@@ -176,9 +176,7 @@ DdpLaunch::DdpLaunch(const DdpOptions& options, int n) {
         try {
             auto store = c10::make_intrusive<c10d::TCPStore>(options.addr, store_options);
             port = store->getPort();
-            store_ = std::shared_ptr<void>(store.release(), [](void* p) {
-                c10::intrusive_ptr<c10d::TCPStore>::reclaim(static_cast<c10d::TCPStore*>(p));
-            });
+            store_ = std::make_shared<c10::intrusive_ptr<c10d::TCPStore>>(std::move(store));
         } catch (const c10::Error& e) {
             throw fail(e.what_without_backtrace());
         } catch (const std::exception& e) {  // c10d's SocketError, among others
