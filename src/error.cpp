@@ -44,7 +44,8 @@ std::string RankFailure::describe() const {
             break;
     }
     if (!stderr_tail.empty()) {
-        text += fmt::format("; last {} lines of its stderr:", stderr_tail.size());
+        text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")
+                                        : fmt::format("; last {} lines of its stderr:", stderr_tail.size());
         for (const std::string& line : stderr_tail) text += "\n    " + line;
     }
     return text;
