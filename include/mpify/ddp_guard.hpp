@@ -74,6 +74,7 @@ public:
     /// Number of processes in the group.
     int world_size() const;
 
+    /// The group, the store and the saved environment (defined in the library).
     struct State;
 
 private:

@@ -39,6 +39,7 @@ MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, Call
 /// caller's failure is ordered correctly against the workers'.
 MPIFY_API void mark_local_failure() noexcept;
 
+/// What ranch returns for a function returning R: std::vector<R>, or void.
 template <class R>
 using ranch_result_t = std::conditional_t<std::is_void_v<R>, void, std::vector<R>>;
 
@@ -52,6 +53,8 @@ decltype(auto) as_param(const A& arg) {
         return P(arg);
 }
 
+/// Runs the caller's own rank: body inside a Ctx (none for NoContext), its failure
+/// time-stamped before the context unwinds.
 template <class Ctx, class Body>
 void with_context(Body&& body) {
     auto stamped = [&] {

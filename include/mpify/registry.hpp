@@ -26,14 +26,19 @@ using Invoker = std::string (*)(std::string_view args, bool want_result);
 /// Runs `body(data)` inside a freshly constructed context object.
 using ContextRunner = void (*)(void (*body)(void*), void* data);
 
+/// Records `name` -> (address, invoker); a second registration of the same address is ignored.
 MPIFY_API void register_function(const char* name, const void* address, Invoker invoker) noexcept;
 /// Forgets the function at `address` (its library is being unloaded).
 MPIFY_API void unregister_function(const void* address) noexcept;
+/// Records a context type under its typeid name; `name` is how messages call it.
 MPIFY_API void register_context(const char* type_key, const char* name, ContextRunner runner) noexcept;
+/// Forgets the context type (its library is being unloaded).
 MPIFY_API void unregister_context(const char* type_key) noexcept;
 /// True if a context with this key (typeid name) was registered in this process.
 MPIFY_API bool context_registered(const char* type_key) noexcept;
 
+/// The Invoker of function `Fn`: reads its parameters from `args`, calls it, and returns
+/// its result as a blob (empty for void, or when the caller wants no result).
 template <auto Fn>
 std::string invoke_registered(std::string_view args, bool want_result) {
     using traits = function_traits<decltype(Fn)>;
@@ -48,6 +53,7 @@ std::string invoke_registered(std::string_view args, bool want_result) {
     }
 }
 
+/// The ContextRunner of `Ctx`: constructs one, runs the body, destroys it (also on throw).
 template <class Ctx>
 void run_in_context(void (*body)(void*), void* data) {
     [[maybe_unused]] Ctx context;
@@ -72,6 +78,7 @@ private:
     const void* address_;
 };
 
+/// What MPIFY_REGISTER_CONTEXT declares: registers `Ctx` for the life of its object file.
 template <class Ctx>
 class ContextRegistrar {
 public:

@@ -50,12 +50,14 @@ void load(Archive& ar, std::optional<T>& value, const unsigned int /*version*/) 
     ar >> *value;
 }
 
+/// Boost's entry point for std::optional: dispatches to save or load.
 template <class Archive, class T>
 void serialize(Archive& ar, std::optional<T>& value, const unsigned int version) {
     split_free(ar, value, version);
 }
 
 namespace mpify_detail {
+/// Reads alternative number `index` of the variant (found by recursion over the types).
 template <class Archive, class Variant, std::size_t I = 0>
 void load_alternative(Archive& ar, Variant& value, std::size_t index) {
     if constexpr (I < std::variant_size_v<Variant>) {
@@ -87,6 +89,7 @@ void load(Archive& ar, std::variant<T...>& value, const unsigned int /*version*/
     mpify_detail::load_alternative(ar, value, index);
 }
 
+/// Boost's entry point for std::variant: dispatches to save or load.
 template <class Archive, class... T>
 void serialize(Archive& ar, std::variant<T...>& value, const unsigned int version) {
     split_free(ar, value, version);

@@ -35,6 +35,7 @@ struct TensorWire {
     std::size_t nbytes = 0;
 };
 
+/// The tensor as it will be written; throws mpify::Error for sparse or quantized tensors.
 MPIFY_API TensorWire tensor_to_wire(const at::Tensor& tensor);
 /// An uninitialized CPU tensor to read `nbytes` of elements into.
 MPIFY_API at::Tensor tensor_from_wire(std::int8_t dtype, const std::vector<std::int64_t>& sizes,
@@ -46,6 +47,7 @@ MPIFY_API at::Tensor tensor_from_wire(std::int8_t dtype, const std::vector<std::
 namespace boost {
 namespace serialization {
 
+/// Writes defined-ness, dtype, shape, requires_grad, then the elements in row-major order.
 template <class Archive>
 void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/) {
     const mpify::detail::TensorWire wire = mpify::detail::tensor_to_wire(tensor);
@@ -55,6 +57,7 @@ void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/)
     ar << make_binary_object(wire.data, wire.nbytes);
 }
 
+/// Reads what save wrote into a fresh CPU tensor.
 template <class Archive>
 void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
     bool defined = false;
@@ -76,6 +79,7 @@ void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
     tensor = std::move(fresh);
 }
 
+/// Boost's entry point: dispatches to save or load.
 template <class Archive>
 void serialize(Archive& ar, at::Tensor& tensor, const unsigned int version) {
     split_free(ar, tensor, version);

@@ -6,6 +6,7 @@
 namespace mpify {
 namespace detail {
 
+/// Result and parameter types of a function pointer type, as they travel.
 template <class F>
 struct function_traits;
 
