@@ -3,6 +3,8 @@
 // parameter after backward.
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
+#include "timing.hpp"
+
 #include <data/fashion_mnist.hpp>
 #include <mpify/torch.hpp>
 
@@ -87,19 +89,6 @@ double train_steps(int steps, bool bucketed) {
 }
 MPIFY_REGISTER(train_steps);
 
-template <class F>
-double median_seconds(int runs, F&& body) {
-    std::vector<double> t;
-    body();
-    for (int i = 0; i < runs; ++i) {
-        const auto start = Clock::now();
-        body();
-        t.push_back(seconds_since(start));
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,8 +100,8 @@ int main(int argc, char** argv) {
     std::printf("mpify DDP benchmark (Gloo on loopback, one thread per rank)\n\n");
     std::printf("%-36s %10s %10s %8s\n", "", "in_ddp (s)", "ranch (s)", "ratio");
     for (int n : {2, 4}) {
-        const double ddp = median_seconds(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); });
-        const double plain = median_seconds(3, [&] { mpify::ranch(quiet, n, noop); });
+        const double ddp = mpify_bench::measure(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); }).median;
+        const double plain = mpify_bench::measure(3, [&] { mpify::ranch(quiet, n, noop); }).median;
         std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %8.2f\n", n, n, ddp, plain, ddp / plain);
     }
 

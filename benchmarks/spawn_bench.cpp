@@ -4,6 +4,8 @@
 //
 // Floors: starting and reaping n-1 copies of a trivial program linked with LibTorch
 // (what any exec-based launcher pays), and copying the argument once in memory.
+#include "timing.hpp"
+
 #include <mpify/mpify.hpp>
 
 #include <spawn.h>
@@ -13,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,25 +28,7 @@ MPIFY_REGISTER(noop);
 std::size_t byte_count(const std::string& blob) { return blob.size(); }
 MPIFY_REGISTER(byte_count);
 
-using Seconds = std::chrono::duration<double>;
-
-struct Timing {
-    double median;
-    double best;
-};
-
-// Wall times of `repetitions` runs of `body`, after one warm-up run.
-Timing measure(int repetitions, const std::function<void()>& body) {
-    body();
-    std::vector<double> times;
-    for (int i = 0; i < repetitions; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        body();
-        times.push_back(Seconds(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(times.begin(), times.end());
-    return {times[times.size() / 2], times.front()};
-}
+using mpify_bench::measure;
 
 // Starts `count` copies of `program` at once and waits for all of them.
 void spawn_and_reap(const std::string& program, int count) {

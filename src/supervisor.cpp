@@ -226,7 +226,7 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
             failure.kind = RankFailure::Kind::threw;
             failure.exception_type = info.type;
             failure.message = info.what;
-            // When the worker caught it, not when we read it: decides which failure
+            // When fn threw in the worker, not when we read it: decides which failure
             // came first when the caller's own rank failed as well.
             when = Clock::time_point(std::chrono::nanoseconds(info.when_ns));
         } catch (const std::exception& e) {

@@ -4,9 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <numeric>
@@ -117,16 +114,12 @@ TEST_CASE("a rank that throws mid-training is the error the caller gets", "[ddp]
 }
 
 TEST_CASE("an explicit port already in use is a clear error before anything starts", "[ddp][failure]") {
-    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    int port = 0;
+    const int listener = mpify_test::bind_loopback(port);
+    REQUIRE(listener >= 0);
     REQUIRE(::listen(listener, 1) == 0);
-    socklen_t length = sizeof address;
-    ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
     mpify::DdpOptions options;
-    options.port = ntohs(address.sin_port);
+    options.port = port;
     CHECK_THROWS_WITH(mpify::in_ddp(options, 2, ddp_test::noop_in_group), Contains("Is the port in use?"));
     CHECK(mpify_test::has_no_children());
     ::close(listener);
@@ -159,15 +152,11 @@ TEST_CASE("two callers at once form two separate groups", "[ddp][resources]") {
 
 TEST_CASE("two callers with base ranks 0 and 2 form one group of 4", "[ddp]") {
     // A free port for the rendezvous, as an administrator would pick one.
-    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    socklen_t length = sizeof address;
-    ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
-    const std::string port = std::to_string(ntohs(address.sin_port));
+    int free_port = 0;
+    const int probe = mpify_test::bind_loopback(free_port);
+    REQUIRE(probe >= 0);
     ::close(probe);
+    const std::string port = std::to_string(free_port);
 
     mpify_test::Subprocess machine_a(MPIFY_TEST_DDP_CALLER, {"2", "0", "4", port});
     mpify_test::Subprocess machine_b(MPIFY_TEST_DDP_CALLER, {"2", "2", "4", port});

@@ -19,6 +19,9 @@ int thread_count();
 /// Resident set size of this process, in KiB.
 long rss_kib();
 
+/// A TCP socket bound to 127.0.0.1 on a port the kernel chose (stored in `port`), or -1.
+int bind_loopback(int& port);
+
 /// A directory that is removed with everything in it.
 class TempDir {
 public:
