@@ -6,6 +6,7 @@
 #include "timing.hpp"
 
 #include <data/fashion_mnist.hpp>
+#include <intro/cnn.hpp>
 #include <mpify/torch.hpp>
 
 #include <torch/torch.h>
@@ -18,22 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// conv32-conv64-fc128, the reference network of ../shared/NOTES.md.
-struct SmallCnn : torch::nn::Module {
-    SmallCnn()
-        : conv1(register_module("conv1", torch::nn::Conv2d(1, 32, 3))),
-          conv2(register_module("conv2", torch::nn::Conv2d(32, 64, 3))),
-          fc1(register_module("fc1", torch::nn::Linear(64 * 5 * 5, 128))),
-          fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
-    at::Tensor forward(at::Tensor x) {
-        x = torch::max_pool2d(torch::relu(conv1(x)), 2);
-        x = torch::max_pool2d(torch::relu(conv2(x)), 2);
-        return fc2(torch::relu(fc1(x.flatten(1))));
-    }
-    torch::nn::Conv2d conv1, conv2;
-    torch::nn::Linear fc1, fc2;
-};
 
 std::int64_t allreduce_once() {
     at::Tensor t = torch::ones({1});
@@ -57,7 +42,7 @@ double train_steps(int steps, bool bucketed) {
     mpify::DistributedSampler sampler(data.images.size(0), mpify::ddp::rank(), world, true, 1);
     const auto indices = torch::tensor(sampler.indices());
     torch::manual_seed(0);
-    auto model = std::make_shared<SmallCnn>();
+    auto model = std::make_shared<mpify_examples::intro::Cnn>();
     mpify::DistributedDataParallel ddp_model(model);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     auto start = Clock::now();

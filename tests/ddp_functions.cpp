@@ -161,6 +161,9 @@ MPIFY_REGISTER(fail_mid_training);
 std::int64_t noop_in_group() { return mpify::ddp::world_size(); }
 MPIFY_REGISTER(noop_in_group);
 
+bool group_is_active() { return mpify::ddp::active(); }
+MPIFY_REGISTER(group_is_active);
+
 std::string nested_guard() {
     try {
         mpify::DdpGuard inner;

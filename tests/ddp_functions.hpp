@@ -43,6 +43,7 @@ bool unused_parameters_stay_consistent();
 std::string rank0_first_cache(std::string dir);
 int fail_mid_training(int failing_rank);
 std::int64_t noop_in_group();
+bool group_is_active();
 std::string nested_guard();
 
 }  // namespace ddp_test

@@ -129,6 +129,13 @@ TEST_CASE("a DdpGuard outside in_ddp without its environment names the missing v
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) ::unsetenv(name);
     CHECK_THROWS_WITH(mpify::DdpGuard(), Contains("the environment lacks MASTER_ADDR, MASTER_PORT"));
     CHECK_THROWS_WITH(mpify::ddp::rank(), Contains("no mpify::DdpGuard is active"));
+    CHECK_FALSE(mpify::ddp::active());
+}
+
+TEST_CASE("ddp::active tells code inside in_ddp from code outside it", "[ddp]") {
+    CHECK_FALSE(mpify::ddp::active());
+    CHECK(mpify::in_ddp(2, ddp_test::group_is_active));
+    CHECK_FALSE(mpify::ddp::active());
 }
 
 TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][resources]") {

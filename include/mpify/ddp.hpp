@@ -10,6 +10,9 @@
 namespace mpify {
 namespace ddp {
 
+/// Whether a DdpGuard is active in this process (code that runs both alone and inside
+/// in_ddp asks this before using the functions below).
+MPIFY_API bool active();
 /// Global rank of this process in the active group. Throws mpify::UsageError when no
 /// DdpGuard is active (as do all the functions below).
 MPIFY_API int rank();

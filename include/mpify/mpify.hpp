@@ -10,6 +10,7 @@
 //
 // Tensors travel too: include <mpify/tensor.hpp> (it brings in ATen).
 #include <mpify/error.hpp>
+#include <mpify/load_source.hpp>
 #include <mpify/options.hpp>
 #include <mpify/process.hpp>
 #include <mpify/ranch.hpp>

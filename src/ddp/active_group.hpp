@@ -24,6 +24,9 @@ struct DdpGuard::State {
 
 namespace detail {
 
+/// Whether a guard is alive in this process.
+bool group_is_active();
+
 /// The active guard's state; throws UsageError naming `caller` when there is none.
 const DdpGuard::State& active_group(const char* caller);
 

@@ -141,6 +141,11 @@ bool claimed = false;
 
 }  // namespace
 
+bool group_is_active() {
+    std::lock_guard lock(active_mutex);
+    return active != nullptr;
+}
+
 const DdpGuard::State& active_group(const char* caller) {
     std::lock_guard lock(active_mutex);
     if (active == nullptr)

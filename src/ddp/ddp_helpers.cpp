@@ -11,6 +11,8 @@ MPIFY_REGISTER_CONTEXT(mpify::DdpGuard);
 
 namespace ddp {
 
+bool active() { return detail::group_is_active(); }
+
 int rank() { return detail::active_group("mpify::ddp::rank").rank; }
 
 int world_size() { return detail::active_group("mpify::ddp::world_size").world_size; }

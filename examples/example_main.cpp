@@ -1,0 +1,52 @@
+#include "example_main.hpp"
+
+#include <learner/learner.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace mpify_examples {
+
+CommandLine parse_command_line(int argc, char** argv, const char* program) {
+    CommandLine cli;
+    for (int i = 1; i < argc; ++i) {
+        const bool has_value = i + 1 < argc;
+        if (std::strcmp(argv[i], "--procs") == 0 && has_value && std::atoi(argv[i + 1]) >= 1) {
+            cli.procs = std::atoi(argv[++i]);
+        } else if (std::strcmp(argv[i], "--out") == 0 && has_value) {
+            cli.out_dir = argv[++i];
+        } else {
+            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR]\n  --procs N  processes of the in_ddp run "
+                                 "(default 2)\n  --out DIR  folder for the per-epoch CSV files (default .)\n",
+                         program);
+            std::exit(2);
+        }
+    }
+    return cli;
+}
+
+int report(const History& alone, const History& together, const std::string& metric, double target, Goal goal) {
+    const std::vector<std::pair<std::string, const History*>> runs = {
+        {"1 process", &alone}, {std::to_string(together.world_size) + " processes", &together}};
+    const bool budgeted = LearnerOptions::max_batches_from_environment() > 0;
+    bool reached = true;
+    std::printf("\n%-14s %12s %10s %9s\n", "", metric.c_str(), "time (s)", "speed-up");
+    for (const auto& [name, history] : runs) {
+        const double value = history->final(metric);
+        reached = reached && (goal == Goal::at_least ? value >= target : value <= target);
+        std::printf("%-14s %12.4f %10.1f %8.2fx\n", name.c_str(), value, history->seconds,
+                    alone.seconds / history->seconds);
+    }
+    const char* relation = goal == Goal::at_least ? ">=" : "<=";
+    if (budgeted) {
+        std::printf("(batches capped by MPIFY_EXAMPLES_MAX_BATCHES: the target %s %.4f does not apply)\n", relation,
+                    target);
+        return 0;
+    }
+    std::printf("target: %s %s %.4f in every run: %s\n", metric.c_str(), relation, target,
+                reached ? "reached" : "MISSED");
+    return reached ? 0 : 1;
+}
+
+}  // namespace mpify_examples

@@ -1,0 +1,45 @@
+#pragma once
+// What the examples' command-line programs share: their options, and the closing
+// table that puts the single-process and the in_ddp run side by side.
+#include <learner/history.hpp>
+
+#include <mpify/ddp_guard.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpify_examples {
+
+/// The programs' options: --procs N (processes for the in_ddp run, default 2) and
+/// --out DIR (where the per-epoch CSVs go, default the current folder).
+struct CommandLine {
+    int procs = 2;
+    std::string out_dir = ".";
+};
+
+/// Parses argv; prints usage naming `program` and exits 2 on anything else.
+CommandLine parse_command_line(int argc, char** argv, const char* program);
+
+/// Trains with `train` once in this process, then with mpify::in_ddp on cli.procs
+/// processes. Each run writes its per-epoch CSV into cli.out_dir, named
+/// <name>_1_process.csv and <name>_<procs>_processes.csv (Config has a `csv` field).
+template <class Config, class Result>
+std::pair<Result, Result> train_alone_then_together(const CommandLine& cli, const std::string& name,
+                                                    Result (*train)(Config), Config config) {
+    config.csv = cli.out_dir + "/" + name + "_1_process.csv";
+    Result alone = train(config);
+    config.csv = cli.out_dir + "/" + name + "_" + std::to_string(cli.procs) + "_processes.csv";
+    Result together = mpify::in_ddp(cli.procs, train, config);
+    return {std::move(alone), std::move(together)};
+}
+
+/// Whether a metric must end above or below its target.
+enum class Goal { at_least, at_most };
+
+/// Prints both runs' final `metric`, their times and the speed-up, and whether the
+/// target was reached. Returns the program's exit code: 0 when both reached `target`,
+/// or when MPIFY_EXAMPLES_MAX_BATCHES cut the runs short (no target applies); else 1.
+int report(const History& alone, const History& together, const std::string& metric, double target, Goal goal);
+
+}  // namespace mpify_examples

@@ -1,0 +1,39 @@
+#include "intro.hpp"
+
+#include "cnn.hpp"
+
+#include <data/fashion_mnist.hpp>
+#include <learner/learner.hpp>
+
+#include <mpify/registry.hpp>
+
+#include <torch/torch.h>
+
+namespace mpify_examples {
+namespace intro {
+Result train(Config config) {
+    torch::manual_seed(config.seed);
+    ImageSet train_set = load_fashion_mnist(true);
+    ImageSet test_set = load_fashion_mnist(false);
+    DataLoaders data{{train_set.images, train_set.labels}, {test_set.images, test_set.labels}, config.batch_size,
+                     config.seed};
+    Learner learn(data, std::make_shared<Cnn>(),
+                  [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); },
+                  {accuracy()});
+    if (!config.csv.empty()) learn.add_callback(std::make_shared<CsvLogger>(config.csv));
+
+    Result result;
+    result.history = learn.fit_one_cycle(config.epochs, config.max_lr);
+    const at::Tensor probabilities = learn.predict(test_set.images.narrow(0, 0, 8)).softmax(1);
+    for (std::int64_t i = 0; i < 8; ++i) {
+        const auto [confidence, predicted] = probabilities[i].max(0);
+        result.predictions.push_back({static_cast<int>(test_set.labels[i].item<std::int64_t>()),
+                                      static_cast<int>(predicted.item<std::int64_t>()), confidence.item<double>()});
+    }
+    return result;
+}
+
+}  // namespace intro
+}  // namespace mpify_examples
+
+MPIFY_REGISTER(mpify_examples::intro::train);

@@ -1,0 +1,57 @@
+#include "callbacks.hpp"
+
+#include "learner.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+namespace mpify_examples {
+namespace {
+
+std::string minutes_seconds(double seconds) {
+    const int total = static_cast<int>(seconds + 0.5);
+    char text[16];
+    std::snprintf(text, sizeof text, "%02d:%02d", total / 60, total % 60);
+    return text;
+}
+
+}  // namespace
+
+void ProgressPrinter::before_fit(const Learner& learner, int epochs) {
+    if (learner.rank() != 0) return;
+    const std::int64_t budget = learner.options().max_batches;
+    const std::string capped = budget > 0 ? " (at most " + std::to_string(budget) + " batches per epoch)" : "";
+    std::printf("training %d epoch%s on %d process%s%s\n", epochs, epochs == 1 ? "" : "s", learner.world_size(),
+                learner.world_size() == 1 ? "" : "es", capped.c_str());
+    std::printf("%-6s %8s %11s %11s", "epoch", "batches", "train_loss", "valid_loss");
+    for (const std::string& name : learner.metric_names()) std::printf(" %14s", name.c_str());
+    std::printf(" %6s\n", "time");
+    std::fflush(stdout);
+}
+
+void ProgressPrinter::after_epoch(const Learner& learner, const History& history) {
+    if (learner.rank() != 0) return;
+    const EpochRecord& e = history.epochs.back();
+    std::printf("%-6d %8lld %11.4f %11.4f", e.epoch, static_cast<long long>(e.batches), e.train_loss, e.valid_loss);
+    for (double m : e.metrics) std::printf(" %14.4f", m);
+    std::printf(" %6s\n", minutes_seconds(e.seconds).c_str());
+    std::fflush(stdout);
+}
+
+void CsvLogger::after_epoch(const Learner& learner, const History& history) {
+    if (learner.rank() != 0) return;
+    std::ofstream out(path_);
+    if (!out) throw std::runtime_error("CsvLogger: cannot write " + path_ + " (does its folder exist?)");
+    out << "epoch,batches,train_loss,valid_loss";
+    for (const std::string& name : history.metric_names) out << ',' << name;
+    out << ",seconds,world_size\n";
+    for (const EpochRecord& e : history.epochs) {
+        out << e.epoch << ',' << e.batches << ',' << e.train_loss << ',' << e.valid_loss;
+        for (double m : e.metrics) out << ',' << m;
+        out << ',' << e.seconds << ',' << history.world_size << '\n';
+    }
+}
+
+}  // namespace mpify_examples

@@ -1,0 +1,46 @@
+#pragma once
+// Callbacks: code the Learner calls at fixed points of a fit, as fastai's callbacks.
+// Every rank calls them; the ones that print or write files act on rank 0 only.
+#include "history.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace mpify_examples {
+
+class Learner;
+
+/// Override the points you need; each gets the learner (rank, world size, history).
+class Callback {
+public:
+    virtual ~Callback() = default;
+    /// Before the first epoch of a fit of `epochs` epochs.
+    virtual void before_fit(const Learner& /*learner*/, int /*epochs*/) {}
+    /// After each training batch, with its loss on this rank.
+    virtual void after_batch(const Learner& /*learner*/, std::int64_t /*batch*/, double /*loss*/) {}
+    /// After each epoch's validation; `history.epochs.back()` is the epoch just done.
+    virtual void after_epoch(const Learner& /*learner*/, const History& /*history*/) {}
+    /// After the last epoch.
+    virtual void after_fit(const Learner& /*learner*/, const History& /*history*/) {}
+};
+
+/// Prints a table header, then one line per epoch on rank 0: epoch, batches, losses,
+/// metrics, time (the numbers are over all ranks).
+class ProgressPrinter : public Callback {
+public:
+    void before_fit(const Learner& learner, int epochs) override;
+    void after_epoch(const Learner& learner, const History& history) override;
+};
+
+/// Rewrites `path` on rank 0 after every epoch with all epochs so far as CSV:
+/// epoch,batches,train_loss,valid_loss,<metrics>,seconds,world_size.
+class CsvLogger : public Callback {
+public:
+    explicit CsvLogger(std::string path) : path_(std::move(path)) {}
+    void after_epoch(const Learner& learner, const History& history) override;
+
+private:
+    std::string path_;
+};
+
+}  // namespace mpify_examples

@@ -1,0 +1,192 @@
+#include "learner.hpp"
+
+#include "one_cycle.hpp"
+
+#include <mpify/ddp.hpp>
+#include <mpify/distributed_sampler.hpp>
+#include <mpify/process.hpp>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace mpify_examples {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Sets every parameter group's learning rate and Adam's beta1.
+void apply(torch::optim::AdamW& optimizer, double lr, double momentum) {
+    for (auto& group : optimizer.param_groups()) {
+        auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+        options.lr(lr);
+        options.betas({momentum, std::get<1>(options.betas())});
+    }
+}
+
+}  // namespace
+
+std::int64_t LearnerOptions::max_batches_from_environment() {
+    const char* text = std::getenv("MPIFY_EXAMPLES_MAX_BATCHES");
+    if (text == nullptr || *text == '\0') return 0;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end != '\0' || value < 0)
+        throw std::invalid_argument(std::string("MPIFY_EXAMPLES_MAX_BATCHES must be a non-negative integer, not \"") +
+                                    text + "\"");
+    return value;
+}
+
+AnyModel::AnyModel(std::shared_ptr<torch::nn::Module> model, std::function<at::Tensor(const at::Tensor&)> forward)
+    : forward_(std::move(forward)) {
+    register_module("model", std::move(model));
+}
+
+Learner::Learner(DataLoaders data, std::shared_ptr<AnyModel> model, LossFunction loss, std::vector<Metric> metrics,
+                 LearnerOptions options)
+    : data_(std::move(data)), model_(std::move(model)), loss_(std::move(loss)), metrics_(std::move(metrics)),
+      options_(std::move(options)) {
+    if (data_.batch_size < 1) throw std::invalid_argument("Learner: batch_size must be at least 1");
+    if (data_.train.size() == 0 || data_.valid.size() == 0)
+        throw std::invalid_argument("Learner: the training and validation sets must not be empty");
+    callbacks_.push_back(std::make_shared<ProgressPrinter>());
+    if (mpify::ddp::active()) {
+        rank_ = mpify::ddp::rank();
+        world_size_ = mpify::ddp::world_size();
+        // Several ranks on one machine: each gets its share of the cores, or their
+        // OpenMP pools fight over them (torchrun sets OMP_NUM_THREADS=1 for the same reason).
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        torch::set_num_threads(std::max(1, cores / std::max(1, mpify::local_world_size())));
+        ddp_model_ = std::make_unique<mpify::DistributedDataParallel<AnyModel>>(model_, options_.ddp);
+    }
+}
+
+Learner::~Learner() = default;
+
+std::vector<std::string> Learner::metric_names() const {
+    std::vector<std::string> names;
+    for (const Metric& m : metrics_) names.push_back(m.name);
+    return names;
+}
+
+History Learner::fit(int epochs, double lr) {
+    return run(epochs, [lr](double) { return std::pair{lr, 0.9}; });
+}
+
+History Learner::fit_one_cycle(int epochs, double max_lr) {
+    return run(epochs, [max_lr](double progress) {
+        const HyperParameters p = one_cycle(max_lr, progress);
+        return std::pair{p.lr, p.momentum};
+    });
+}
+
+at::Tensor Learner::predict(const at::Tensor& inputs) {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    return model_->forward(inputs);
+}
+
+at::Tensor Learner::forward_train(const at::Tensor& inputs) {
+    return ddp_model_ ? (*ddp_model_)(inputs) : model_->forward(inputs);
+}
+
+History Learner::run(int epochs, const std::function<std::pair<double, double>(double)>& schedule) {
+    if (epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
+    History history;
+    history.metric_names = metric_names();
+    history.world_size = world_size_;
+    const auto fit_start = Clock::now();
+
+    torch::optim::AdamW optimizer(model_->parameters(),
+                                  torch::optim::AdamWOptions(1e-3).weight_decay(options_.weight_decay));
+    mpify::DistributedSampler sampler(data_.train.size(), rank_, world_size_, true, data_.seed);
+    const std::int64_t batch = data_.batch_size;
+    // Every rank runs the same number of batches: the shards have equal sizes.
+    std::int64_t batches = ceil_div(sampler.shard_size(), batch);
+    if (options_.max_batches > 0) batches = std::min(batches, options_.max_batches);
+    const double total_steps = static_cast<double>(epochs * batches);
+
+    // Validation: rank r takes samples r, r + world, ... (no padding, so every sample
+    // counts once and the summed metrics are exact).
+    at::Tensor valid_rows = torch::arange(rank_, data_.valid.size(), world_size_, torch::kLong);
+    if (options_.max_batches > 0) valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * batch));
+
+    for (const auto& cb : callbacks_) cb->before_fit(*this, epochs);
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+        const auto epoch_start = Clock::now();
+        sampler.set_epoch(epoch);
+        const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
+        model_->train();
+        double train_loss_sum = 0;
+        for (std::int64_t b = 0; b < batches; ++b) {
+            const auto [lr, momentum] = schedule((epoch * batches + b) / total_steps);
+            apply(optimizer, lr, momentum);
+            const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
+            optimizer.zero_grad();
+            const at::Tensor loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
+                                          data_.train.targets.index_select(0, rows));
+            loss.backward();
+            optimizer.step();
+            const double value = loss.item<double>();
+            train_loss_sum += value;
+            for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
+        }
+
+        // One vector of sums, reduced over the ranks in one collective:
+        // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
+        std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
+        sums[0] = train_loss_sum;
+        sums[1] = static_cast<double>(batches);
+        {
+            torch::NoGradGuard no_grad;
+            model_->eval();
+            for (std::int64_t start = 0; start < valid_rows.size(0); start += batch) {
+                const at::Tensor rows = valid_rows.narrow(0, start, std::min(batch, valid_rows.size(0) - start));
+                const at::Tensor target = data_.valid.targets.index_select(0, rows);
+                const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, rows));
+                const double n = static_cast<double>(rows.size(0));
+                sums[2] += loss_(output, target).item<double>() * n;
+                sums[3] += n;
+                for (std::size_t m = 0; m < metrics_.size(); ++m) {
+                    const auto [sum, count] = metrics_[m].batch(output, target);
+                    sums[4 + 2 * m] += sum;
+                    sums[5 + 2 * m] += count;
+                }
+            }
+        }
+        if (ddp_model_) {
+            at::Tensor reduced = torch::tensor(sums, torch::kDouble);
+            mpify::ddp::all_reduce(reduced);
+            std::copy_n(reduced.data_ptr<double>(), sums.size(), sums.begin());
+        }
+
+        EpochRecord record;
+        record.epoch = epoch + 1;
+        record.batches = batches;
+        record.train_loss = sums[0] / sums[1];
+        record.valid_loss = sums[2] / sums[3];
+        for (std::size_t m = 0; m < metrics_.size(); ++m) {
+            const double mean = sums[4 + 2 * m] / sums[5 + 2 * m];
+            record.metrics.push_back(metrics_[m].finish ? metrics_[m].finish(mean) : mean);
+        }
+        record.seconds = seconds_since(epoch_start);
+        history.epochs.push_back(record);
+        history.seconds = seconds_since(fit_start);
+        for (const auto& cb : callbacks_) cb->after_epoch(*this, history);
+    }
+    for (const auto& cb : callbacks_) cb->after_fit(*this, history);
+    return history;
+}
+
+}  // namespace mpify_examples

@@ -1,0 +1,112 @@
+// The training layer the examples share: schedule, metrics, history, the loop itself.
+#include <learner/learner.hpp>
+#include <learner/one_cycle.hpp>
+
+#include <torch/torch.h>
+
+// After LibTorch: glog (which it includes) defines a CHECK macro of its own.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace mpify_examples;
+using Catch::Matchers::Contains;
+
+TEST_CASE("one_cycle warms up to max_lr over a quarter then anneals with momentum opposite", "[learner]") {
+    CHECK(one_cycle(1.0, 0.0).lr == Approx(1.0 / 25));
+    CHECK(one_cycle(1.0, 0.0).momentum == Approx(0.95));
+    CHECK(one_cycle(1.0, 0.25).lr == Approx(1.0));
+    CHECK(one_cycle(1.0, 0.25).momentum == Approx(0.85));
+    CHECK(one_cycle(1.0, 1.0).lr == Approx(1e-5));
+    CHECK(one_cycle(1.0, 1.0).momentum == Approx(0.95));
+    CHECK(one_cycle(1.0, 0.1).lr < one_cycle(1.0, 0.2).lr);
+    CHECK(one_cycle(1.0, 0.5).lr > one_cycle(1.0, 0.9).lr);
+}
+
+TEST_CASE("metrics return sums and counts that add up over batches", "[learner]") {
+    const at::Tensor logits = torch::tensor({{2.0, 0.0, 0.0}, {0.0, 3.0, 0.0}, {0.0, 0.0, 1.0}, {5.0, 0.0, 0.0}});
+    const at::Tensor labels = torch::tensor({0, 1, 0, 0}, torch::kLong);
+    const auto [correct, count] = accuracy().batch(logits, labels);
+    CHECK(correct == 3);
+    CHECK(count == 4);
+
+    const at::Tensor multi = torch::tensor({{1.0, 0.0, 1.0}, {0.0, 1.0, 0.0}});
+    const at::Tensor out = torch::tensor({{4.0, -4.0, 4.0}, {4.0, 4.0, -4.0}});  // row 2 wrong in one place
+    CHECK((accuracy_multi().batch(out, multi) == std::pair{5.0, 6.0}));
+    CHECK((exact_match().batch(out, multi) == std::pair{1.0, 2.0}));
+
+    const Metric r = rmse();
+    const auto [squared, n] = r.batch(torch::tensor({1.0, 2.0}), torch::tensor({1.0, 4.0}));
+    CHECK(r.finish(squared / n) == Approx(std::sqrt(2.0)));
+}
+
+TEST_CASE("History::final names the metrics it has when asked for another", "[learner]") {
+    History h;
+    h.metric_names = {"accuracy"};
+    CHECK_THROWS_WITH(h.final("accuracy"), Contains("no epoch was recorded"));
+    h.epochs.push_back({1, 10, 0.5, 0.4, {0.8}, 1.0});
+    CHECK(h.final("accuracy") == 0.8);
+    CHECK(h.final("valid_loss") == 0.4);
+    CHECK_THROWS_WITH(h.final("rmse"), Contains("recorded: train_loss, valid_loss, accuracy"));
+}
+
+TEST_CASE("MPIFY_EXAMPLES_MAX_BATCHES must be a non-negative integer", "[learner]") {
+    ::setenv("MPIFY_EXAMPLES_MAX_BATCHES", "12", 1);
+    CHECK(LearnerOptions::max_batches_from_environment() == 12);
+    ::setenv("MPIFY_EXAMPLES_MAX_BATCHES", "lots", 1);
+    CHECK_THROWS_WITH(LearnerOptions::max_batches_from_environment(), Contains("not \"lots\""));
+    ::unsetenv("MPIFY_EXAMPLES_MAX_BATCHES");
+    CHECK(LearnerOptions::max_batches_from_environment() == 0);
+}
+
+namespace {
+
+// y = 3x - 1 with a little noise: a linear model must get close.
+DataSet line(std::int64_t n, std::uint64_t seed) {
+    auto gen = at::detail::createCPUGenerator(seed);
+    const at::Tensor x = torch::rand({n, 1}, gen);
+    return {x, 3 * x - 1 + 0.01 * torch::randn({n, 1}, gen)};
+}
+
+}  // namespace
+
+TEST_CASE("a Learner fits a line, records every epoch and writes them as CSV", "[learner]") {
+    torch::manual_seed(0);
+    const std::filesystem::path csv = std::filesystem::temp_directory_path() / "mpify_learner_test.csv";
+    LearnerOptions options;
+    options.max_batches = 0;
+    Learner learn({line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {rmse()},
+                  options);
+    learn.add_callback(std::make_shared<CsvLogger>(csv.string()));
+    const History h = learn.fit_one_cycle(8, 0.3);
+
+    REQUIRE(h.epochs.size() == 8);
+    CHECK(h.world_size == 1);
+    CHECK(h.epochs.front().batches == 16);
+    CHECK(h.final("rmse") < 0.05);
+    CHECK(h.final("rmse") < h.epochs.front().metrics.at(0));
+    CHECK(h.final("valid_loss") == Approx(h.final("rmse") * h.final("rmse")).epsilon(1e-6));
+
+    std::ifstream in(csv);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK_THAT(text.str(), Contains("epoch,batches,train_loss,valid_loss,rmse,seconds,world_size\n1,16,"));
+    CHECK_THAT(text.str(), Contains("\n8,16,"));
+    std::filesystem::remove(csv);
+}
+
+TEST_CASE("max_batches caps the batches of every epoch", "[learner]") {
+    LearnerOptions options;
+    options.max_batches = 3;
+    Learner learn({line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
+    const History h = learn.fit(2, 0.01);
+    REQUIRE(h.epochs.size() == 2);
+    CHECK(h.epochs.back().batches == 3);
+    CHECK_THROWS_WITH(learn.fit(0, 0.01), Contains("epochs must be at least 1"));
+}

@@ -1,0 +1,55 @@
+#pragma once
+// Functions written in a notebook, runnable on other processes. An interpreter keeps
+// the code it compiles in its own memory, where no child process can reach it; so a
+// notebook writes the functions to a file (xeus-cling's %%file magic) and load_source
+// compiles that file into a shared library, loads it, and ranch runs its functions:
+//
+//   %%file square.cpp
+//   #include <mpify/mpify.hpp>
+//   int square(int x) { return x * x + mpify::local_rank(); }
+//   MPIFY_REGISTER(square);
+//
+//   mpify::load_source("square.cpp");
+//   int square(int);                     // declare what the file defines
+//   mpify::ranch(3, square, 4);          // {16, 17, 18}
+#include <mpify/error.hpp>
+#include <mpify/export.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mpify {
+
+/// The source did not compile; `what()` holds the command and the compiler's output.
+class MPIFY_API CompileError : public Error {
+public:
+    using Error::Error;
+};
+
+/// How load_source compiles.
+struct SourceOptions {
+    /// Extra compiler flags, after mpify's own (`-I/my/headers`, `-DNDEBUG`, `-O3`...).
+    std::vector<std::string> flags;
+    /// Extra link inputs (`-lfoo`, `/path/libbar.so`).
+    std::vector<std::string> libraries;
+    /// Where compiled libraries are kept. Empty: $MPIFY_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/mpify, else ~/.cache/mpify (created when missing).
+    std::string cache_dir;
+    /// Print the compiler command to stderr when it runs.
+    bool verbose = false;
+};
+
+/// Compiles the C++ file `path` into a shared library with the compiler and flags mpify
+/// was built with (C++17, -O2, mpify's and LibTorch's include directories and
+/// definitions, linked against libmpify), loads it with RTLD_NOW | RTLD_GLOBAL (its
+/// symbols become visible to an interpreter's later input, its MPIFY_REGISTERed
+/// functions become rankable) and returns the library's path.
+///
+/// The library is cached under a name made from the file's content, the flags and
+/// the libmpify in use: loading unchanged source again costs no compilation. Headers
+/// the file includes are not part of that key; touch the file after changing one.
+/// Throws UsageError when the file cannot be read or the cache folder cannot be
+/// created, CompileError when the compiler fails, Error when the library does not load.
+MPIFY_API std::string load_source(const std::string& path, const SourceOptions& options = {});
+
+}  // namespace mpify
