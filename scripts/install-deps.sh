@@ -8,6 +8,7 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-filesystem-dev
   libfmt-dev catch2 libbenchmark-dev zlib1g-dev
   dataset-fashion-mnist                # examples
+  clang-tools-19 python3               # the notebook runner: clang-repl-19 executes the notebooks
 )
 
 missing=()

@@ -29,15 +29,15 @@ DataSet make_pairs(const ImageSet& images, std::int64_t count, std::uint64_t see
 // a class is present whichever half shows it.
 struct PairNet : torch::nn::Module {
     PairNet()
-        : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)))),
-          conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)))),
-          conv3(register_module("conv3", torch::nn::Conv2d(torch::nn::Conv2dOptions(64, 128, 3).padding(1)))),
+        : conv1(register_module("conv1", torch::nn::Conv2d(1, 32, 3))),
+          conv2(register_module("conv2", torch::nn::Conv2d(32, 64, 3))),
+          conv3(register_module("conv3", torch::nn::Conv2d(64, 128, 3))),
           hidden(register_module("hidden", torch::nn::Linear(128, 128))),
           head(register_module("head", torch::nn::Linear(128, 10))) {}
     at::Tensor forward(const at::Tensor& input) {
-        at::Tensor x = torch::max_pool2d(torch::relu(conv1(input)), 2);  // 14 x 28
-        x = torch::max_pool2d(torch::relu(conv2(x)), 2);                 // 7 x 14
-        x = torch::amax(torch::relu(conv3(x)), {2, 3});  // N x 128
+        at::Tensor x = torch::max_pool2d(torch::relu(conv1(input)), 2);  // 13 x 27
+        x = torch::max_pool2d(torch::relu(conv2(x)), 2);                 // 5 x 12
+        x = torch::amax(torch::relu(conv3(x)), {2, 3});  // 3 x 10, then N x 128
         return head(torch::relu(hidden(x)));
     }
     torch::nn::Conv2d conv1, conv2, conv3;

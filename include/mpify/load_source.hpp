@@ -10,8 +10,12 @@
 //   MPIFY_REGISTER(square);
 //
 //   mpify::load_source("square.cpp");
-//   int square(int);                     // declare what the file defines
+//
+//   int square(int);                     // next cell: declare what the file defines
 //   mpify::ranch(3, square, 4);          // {16, 17, 18}
+//
+// The declaration goes into a later cell than load_source: an interpreter resolves
+// all of a cell's symbols before it runs any of the cell.
 #include <mpify/error.hpp>
 #include <mpify/export.hpp>
 
