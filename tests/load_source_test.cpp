@@ -61,5 +61,6 @@ TEST_CASE("load_source reports the compiler's message when the file does not com
 
 TEST_CASE("load_source of a missing file is a usage error naming it", "[load_source][usage]") {
     CHECK_THROWS_AS(mpify::load_source("/nonexistent/notebook_cell.cpp"), mpify::UsageError);
-    CHECK_THROWS_WITH(mpify::load_source("/nonexistent/notebook_cell.cpp"), Contains("no file /nonexistent/notebook_cell.cpp"));
+    CHECK_THROWS_WITH(mpify::load_source("/nonexistent/notebook_cell.cpp"),
+                      Contains("no file /nonexistent/notebook_cell.cpp"));
 }

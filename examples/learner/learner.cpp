@@ -134,7 +134,8 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
     // Validation: rank r takes samples r, r + world, ... (no padding, so every sample
     // counts once and the summed metrics are exact).
     at::Tensor valid_rows = torch::arange(rank_, data_.valid.size(), world_size_, torch::kLong);
-    if (options_.max_batches > 0) valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * batch));
+    if (options_.max_batches > 0)
+        valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * batch));
 
     for (const auto& cb : callbacks_) cb->before_fit(*this, epochs);
     for (int epoch = 0; epoch < epochs; ++epoch) {

@@ -1,13 +1,13 @@
 // DdpGuard and DdpLaunch: creating and destroying one c10d process group per scope.
 #include "active_group.hpp"
 #include "ddp_settings.hpp"
+#include "rendezvous.hpp"
 
 #include "../environment.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/registry.hpp>
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
@@ -46,29 +46,6 @@ Backend resolve_backend(const DdpSettings& s) {
         throw UsageError("mpify::DdpGuard: gpus were given, but CUDA is not available in this LibTorch or on "
                          "this machine; leave gpus empty to train on the CPU");
     return s.backend;
-}
-
-// Every rank announces that it reached `phase`, then waits for all the others: a rank
-// that never comes is named, instead of a socket timeout deep inside Gloo.
-void wait_for_all(c10d::Store& store, const DdpSettings& s, const std::string& phase, const char* failure) {
-    store.set(phase + "/" + std::to_string(s.rank), std::vector<uint8_t>{1});
-    const auto deadline = std::chrono::steady_clock::now() + s.timeout;
-    for (int r = 0; r < s.world_size; ++r) {
-        const std::string key = phase + "/" + std::to_string(r);
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        try {
-            store.wait({key}, std::max(left, std::chrono::milliseconds(1)));
-        } catch (const std::exception&) {
-            std::string missing;
-            for (int m = r; m < s.world_size; ++m)
-                if (!store.check({phase + "/" + std::to_string(m)}))
-                    missing += (missing.empty() ? "" : ", ") + std::to_string(m);
-            throw Error(fmt::format(
-                "mpify::DdpGuard (rank {} of {}): rank(s) {} {} at {}:{} within {} ms. "
-                "Did every process start, with the same world_size, addr and port?",
-                s.rank, s.world_size, missing, failure, s.addr, s.port, s.timeout.count()));
-        }
-    }
 }
 
 c10::intrusive_ptr<c10d::ProcessGroup> create_group(const c10::intrusive_ptr<c10d::Store>& store,
@@ -121,13 +98,7 @@ std::unique_ptr<DdpGuard::State> open_group(const DdpSettings& s) {
     });
     bind_device(s, backend);
 
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(s.port);
-    store_options.isServer = !s.store_hosted && s.rank == 0;
-    store_options.waitWorkers = false;
-    store_options.timeout = s.timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(s.addr, store_options);
-    state->store = c10::make_intrusive<c10d::PrefixStore>("mpify", tcp);
+    state->store = connect_store(s, !s.store_hosted && s.rank == 0);
     wait_for_all(*state->store, s, "joined", "did not join the group");
     state->group = create_group(state->store, s, backend);
     // Gloo's constructor can return on one rank while a peer is still completing its
