@@ -1,15 +1,24 @@
-// Spawn and argument-shipping costs of mpify::ranch, each against its floor, in one run.
+// Spawn and argument-shipping costs of mpify::ranch with each spawner, against their
+// floors, in one run.
 //
 //   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
 //
-// Floors: starting and reaping n-1 copies of a trivial program linked with LibTorch
-// (what any exec-based launcher pays), and copying the argument once in memory.
+// Floors: the fork floor is fork + _exit + wait of n-1 children of this process (which
+// has LibTorch loaded): no launcher that starts processes can do less. The exec floor
+// starts and reaps n-1 copies of a trivial program linked with LibTorch: what any
+// exec-based launcher (Python's mpify, torchrun) pays. Shipping is measured net of the
+// same call with an empty argument.
 #include "timing.hpp"
 
+#include <mpify/ddp.hpp>
+#include <mpify/ddp_guard.hpp>
 #include <mpify/mpify.hpp>
+
+#include <ATen/ATen.h>
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,15 +37,33 @@ MPIFY_REGISTER(noop);
 std::size_t byte_count(const std::string& blob) { return blob.size(); }
 MPIFY_REGISTER(byte_count);
 
+double allreduce_rank() {
+    at::Tensor t = at::full({1}, static_cast<double>(mpify::ddp::rank()), at::kDouble);
+    mpify::ddp::all_reduce(t);
+    return t.item<double>();
+}
+MPIFY_REGISTER(allreduce_rank);
+
 using mpify_bench::measure;
 
 // Starts `count` copies of `program` at once and waits for all of them.
-void spawn_and_reap(const std::string& program, int count) {
+void exec_and_reap(const std::string& program, int count) {
     std::vector<pid_t> pids;
     char* argv[] = {const_cast<char*>(program.c_str()), nullptr};
     for (int i = 0; i < count; ++i) {
         pid_t pid;
         if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ) == 0) pids.push_back(pid);
+    }
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+}
+
+// Forks `count` children of this process that exit at once, and waits for them.
+void fork_and_reap(int count) {
+    std::vector<pid_t> pids;
+    for (int i = 0; i < count; ++i) {
+        const pid_t pid = ::fork();
+        if (pid == 0) ::_exit(0);
+        if (pid > 0) pids.push_back(pid);
     }
     for (pid_t pid : pids) waitpid(pid, nullptr, 0);
 }
@@ -47,48 +74,67 @@ std::string sibling(const char* argv0, const char* name) {
     return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/" + name;
 }
 
+mpify::Options with(mpify::Spawner spawner) {
+    mpify::Options options;
+    options.spawner = spawner;
+    return options;
+}
+
+constexpr mpify::Spawner exec = mpify::Spawner::exec;
+constexpr mpify::Spawner warm = mpify::Spawner::warm_template;
+
 }  // namespace
 
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
+    if (std::getenv("MPIFY_SPAWNER") != nullptr) {
+        std::fprintf(stderr, "unset MPIFY_SPAWNER: this benchmark compares the spawners itself\n");
+        return 2;
+    }
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     const std::string floor_program = sibling(argv[0], "mpify_bench_trivial_torch_program");
+    std::printf("mpify spawn benchmark: median of %d runs after a warm-up (the caller is rank 0)\n\n", repetitions);
 
-    std::printf("mpify spawn benchmark: median of %d runs (n-1 workers per call; the caller is rank 0)\n\n",
-                repetitions);
-    std::printf("%-40s %10s %10s %8s\n", "", "mpify (s)", "floor (s)", "ratio");
+    std::printf("%-16s %9s %9s %9s %9s %12s %12s\n", "seconds", "template", "exec", "fork fl.", "exec fl.",
+                "tmpl/fork", "exec/tmpl");
     for (int n : {1, 2, 4}) {
-        const double floor = measure(repetitions, [&] { spawn_and_reap(floor_program, n - 1); }).median;
-        const double ranch = measure(repetitions, [&] { mpify::ranch(n, noop); }).median;
-        char ratio[32] = "-";  // n = 1 starts no process: there is no floor to compare with
-        if (n > 1) std::snprintf(ratio, sizeof ratio, "%.2f", ranch / floor);
-        std::printf("ranch(%d, noop) vs %d x (exec + reap)      %10.4f %10.4f %8s\n", n, n - 1, ranch, floor, ratio);
+        const double fork_floor = measure(repetitions, [&] { fork_and_reap(n - 1); }).median;
+        const double exec_floor = measure(repetitions, [&] { exec_and_reap(floor_program, n - 1); }).median;
+        const double by_template = measure(repetitions, [&] { mpify::ranch(with(warm), n, noop); }).median;
+        const double by_exec = measure(repetitions, [&] { mpify::ranch(with(exec), n, noop); }).median;
+        char vs_fork[32] = "-";  // n = 1 starts no process: there is no floor to compare with
+        if (n > 1) std::snprintf(vs_fork, sizeof vs_fork, "%.2f", by_template / fork_floor);
+        std::printf("ranch(%d, noop)   %9.4f %9.4f %9.4f %9.4f %12s %12.1f\n", n, by_template, by_exec, fork_floor,
+                    exec_floor, vs_fork, by_exec / by_template);
     }
 
-    // Shipping cost alone: the same call with an empty argument is subtracted (best of
-    // the runs, which is steadier than the median when the difference is small).
-    std::printf("\n%-40s %10s %10s %8s\n", "argument to n = 2 workers", "mpify MB/s", "memcpy", "ratio");
-    mpify::Options two_workers;
-    two_workers.caller_rank = std::nullopt;
-    const int shipping_runs = std::max(repetitions, 7);
-    const double empty = measure(shipping_runs, [&] { mpify::ranch(two_workers, 2, byte_count, std::string()); }).best;
-    for (std::size_t mib : {1u, 64u}) {
+    std::printf("\n%-24s %9s %9s %12s\n", "seconds", "template", "exec", "exec/tmpl");
+    for (int n : {2, 4}) {
+        mpify::DdpOptions ddp;
+        const double by_template =
+            measure(repetitions, [&] { mpify::in_ddp(ddp, with(warm), n, allreduce_rank); }).median;
+        const double by_exec =
+            measure(repetitions, [&] { mpify::in_ddp(ddp, with(exec), n, allreduce_rank); }).median;
+        std::printf("in_ddp(%d, allreduce)    %9.4f %9.4f %12.1f\n", n, by_template, by_exec, by_exec / by_template);
+    }
+
+    // Three workers each receive the argument; the rate counts every copy delivered.
+    // Best of the runs: steadier than the median when the difference is small.
+    std::printf("\n%-28s %14s %14s %8s\n", "argument to 3 workers", "shared GB/s", "channels GB/s", "ratio");
+    const int shipping_runs = std::max(repetitions, 5);
+    mpify::Options shared = with(warm), channels = with(warm);
+    shared.caller_rank = channels.caller_rank = std::nullopt;
+    channels.shared_memory_threshold = SIZE_MAX;
+    const double empty = measure(shipping_runs, [&] { mpify::ranch(shared, 3, byte_count, std::string()); }).best;
+    for (std::size_t mib : {64u, 256u}) {
         const std::string blob(mib << 20, 'x');
-        const double with_blob = measure(shipping_runs, [&] { mpify::ranch(two_workers, 2, byte_count, blob); }).best;
-        std::string copy(blob.size(), '\0');
-        const double copy_time =
-            measure(shipping_runs, [&] { std::memcpy(copy.data(), blob.data(), blob.size()); }).best;
-        const double shipped_mb = 2.0 * static_cast<double>(blob.size()) / 1e6;
-        const double net = with_blob - empty;
-        const double copy_rate = static_cast<double>(blob.size()) / 1e6 / copy_time;
-        if (net <= 0) {
-            std::printf("%3zu MiB: below the noise of the spawn (%.4f s with it, %.4f s without)\n", mib, with_blob,
-                        empty);
-            continue;
-        }
-        const double rate = shipped_mb / net;
-        std::printf("%3zu MiB (%.3f s net of spawn)             %10.0f %10.0f %8.3f\n", mib, net, rate, copy_rate,
-                    rate / copy_rate);
+        auto rate = [&](const mpify::Options& options) {
+            const double net = measure(shipping_runs, [&] { mpify::ranch(options, 3, byte_count, blob); }).best - empty;
+            return net > 0 ? 3.0 * static_cast<double>(blob.size()) / 1e9 / net : 0.0;
+        };
+        const double by_memfd = rate(shared), by_channel = rate(channels);
+        std::printf("%3zu MiB                      %14.2f %14.2f %8.2f\n", mib, by_memfd, by_channel,
+                    by_channel > 0 ? by_memfd / by_channel : 0.0);
     }
     return 0;
 }

@@ -1,4 +1,5 @@
 #include "channel.hpp"
+#include "wire.hpp"
 
 #include <mpify/detail/blob.hpp>
 
@@ -13,50 +14,6 @@
 
 namespace mpify::detail {
 namespace {
-
-class WireWriter {
-public:
-    void u32(std::uint32_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-    void i64(std::int64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-    void str(std::string_view s) {
-        u32(static_cast<std::uint32_t>(s.size()));
-        out_.append(s.data(), s.size());
-    }
-    std::string take() { return std::move(out_); }
-
-private:
-    std::string out_;
-};
-
-class WireReader {
-public:
-    explicit WireReader(std::string_view in) : in_(in) {}
-    std::uint32_t u32() { return number<std::uint32_t>(); }
-    std::int64_t i64() { return number<std::int64_t>(); }
-    std::string str() {
-        const std::uint32_t size = u32();
-        need(size);
-        std::string s(in_.substr(pos_, size));
-        pos_ += size;
-        return s;
-    }
-    std::size_t position() const { return pos_; }
-
-private:
-    template <class T>
-    T number() {
-        need(sizeof(T));
-        T v;
-        std::memcpy(&v, in_.data() + pos_, sizeof v);
-        pos_ += sizeof v;
-        return v;
-    }
-    void need(std::size_t n) const {
-        if (in_.size() - pos_ < n) throw std::runtime_error("mpify: truncated message on the channel");
-    }
-    std::string_view in_;
-    std::size_t pos_ = 0;
-};
 
 void write_all(int fd, const char* data, std::size_t size) {
     while (size > 0) {
@@ -105,6 +62,7 @@ std::string encode_call_meta(const CallMeta& meta) {
     w.str(meta.function);
     w.str(meta.library);
     w.str(meta.context_key);
+    w.i64(static_cast<std::int64_t>(meta.shared_args_size));
     return w.take();
 }
 
@@ -117,6 +75,7 @@ CallMeta decode_call(std::string_view payload, std::string_view& args) {
     meta.function = r.str();
     meta.library = r.str();
     meta.context_key = r.str();
+    meta.shared_args_size = static_cast<std::uint64_t>(r.i64());
     args = payload.substr(r.position());
     return meta;
 }

@@ -19,6 +19,8 @@ namespace mpify::detail {
 
 /// The fd number at which a worker finds its end of the channel.
 constexpr int worker_channel_fd = 3;
+/// The fd number at which a worker finds its arguments when they came in shared memory.
+constexpr int worker_args_fd = 4;
 /// The environment variable that marks a worker process (value: the channel fd).
 constexpr const char* worker_env_var = "MPIFY_WORKER_FD";
 
@@ -35,6 +37,9 @@ struct CallMeta {
     std::string function;      ///< registered name
     std::string library;       ///< shared object to load first; empty: the program itself
     std::string context_key;   ///< typeid name of the context; empty: none
+    /// Size of the arguments when they are in shared memory (fd worker_args_fd); 0: they
+    /// follow the metadata in the call frame.
+    std::uint64_t shared_args_size = 0;
 };
 
 struct FailureInfo {

@@ -1,5 +1,7 @@
 #include "child_process.hpp"
 
+#include "channel.hpp"
+
 #include <mpify/error.hpp>
 
 #include <fcntl.h>
@@ -17,7 +19,7 @@
 namespace mpify::detail {
 namespace {
 
-// Fds the child must not confuse with its targets 0-3 are first moved above this.
+// Fds the child must not confuse with its targets 0-4 are first moved above this.
 constexpr int first_high_fd = 10;
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
@@ -28,6 +30,34 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     return out;
 }
 
+}  // namespace
+
+int place_worker_fds(const int (&sources)[worker_fd_count], bool close_others_now) noexcept {
+    int moved[worker_fd_count];
+    for (int i = 0; i < worker_fd_count; ++i) {
+        moved[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, first_high_fd);
+        if (sources[i] >= 0 && moved[i] < 0) return errno;
+    }
+    for (int target = 0; target < worker_fd_count; ++target)
+        if (moved[target] >= 0 && ::dup2(moved[target], target) < 0) return errno;  // clears CLOEXEC
+    // Without a source, 1 and 2 stay the parent's; the channel and argument slots do not.
+    for (int target = worker_channel_fd; target < worker_fd_count; ++target) {
+        if (moved[target] >= 0) continue;
+        if (close_others_now) ::close(target);
+        else ::fcntl(target, F_SETFD, FD_CLOEXEC);
+    }
+    const unsigned flags = close_others_now ? 0U : CLOSE_RANGE_CLOEXEC;
+    if (::syscall(SYS_close_range, static_cast<unsigned>(worker_fd_count), ~0U, flags) != 0) {
+        for (int fd = worker_fd_count; fd < 65536; ++fd) {
+            if (close_others_now) ::close(fd);
+            else ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+    }
+    return 0;
+}
+
+namespace {
+
 // Between fork and exec only async-signal-safe calls: this runs in a copy of a
 // multithreaded process whose other threads (and their locks) did not come along.
 [[noreturn]] void exec_child(const LaunchSpec& spec, char* const* argv, char* const* envp,
@@ -37,23 +67,15 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
         (void)!::write(error_pipe, &e, sizeof e);
         ::_exit(127);
     };
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    if (::getppid() != parent) ::_exit(127);  // the caller died before prctl took effect
+    if (spec.die_with_caller_thread) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+        if (::getppid() != parent) ::_exit(127);  // the caller died before prctl took effect
+    }
 
-    const int sources[4] = {devnull, spec.stdout_fd, spec.stderr_fd, spec.channel_fd};
-    int moved[4];
-    for (int i = 0; i < 4; ++i) {
-        moved[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, first_high_fd);
-        if (sources[i] >= 0 && moved[i] < 0) fail(errno);
-    }
-    for (int target = 0; target < 4; ++target) {
-        if (moved[target] >= 0 && ::dup2(moved[target], target) < 0) fail(errno);  // clears CLOEXEC
-    }
-    // Everything above fd 3 closes at exec: the caller's sockets, pipes and files stay
-    // the caller's. (CLOEXEC rather than close, so the error pipe stays usable.)
-    if (::syscall(SYS_close_range, 4U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-        for (int fd = 4; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
+    const int sources[worker_fd_count] = {devnull, spec.stdout_fd, spec.stderr_fd, spec.channel_fd, spec.args_fd};
+    // Everything above closes at exec: the caller's sockets, pipes and files stay the
+    // caller's. (Close-on-exec rather than closed, so the error pipe stays usable.)
+    if (const int e = place_worker_fds(sources, /*close_others_now=*/false)) fail(e);
 
     sigset_t none;
     sigemptyset(&none);

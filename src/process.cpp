@@ -1,4 +1,5 @@
 // mpify::init and the rank queries.
+#include "template_server.hpp"
 #include "worker.hpp"
 #include "worker_host.hpp"
 
@@ -22,6 +23,7 @@ int env_int(const char* name, int fallback) {
 
 void init(int /*argc*/, char** /*argv*/) {
     detail::mark_initialized();
+    detail::serve_if_template();  // in a template, never returns (its workers go on below)
     detail::serve_if_worker();
 }
 

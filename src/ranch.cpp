@@ -4,6 +4,8 @@
 #include "demangle.hpp"
 #include "environment.hpp"
 #include "registry.hpp"
+#include "shared_arguments.hpp"
+#include "spawner.hpp"
 #include "supervisor.hpp"
 #include "worker_host.hpp"
 
@@ -78,7 +80,8 @@ struct StartedWorker {
     UniqueFd channel, out, err;
 };
 
-StartedWorker start_worker(const WorkerHost& host, const Options& options, std::vector<std::string> env) {
+StartedWorker start_worker(Spawner spawner, const WorkerHost& host, const Options& options,
+                           std::vector<std::string> env, int shared_args_fd) {
     int channel[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
         throw SpawnError(fmt::format("mpify: cannot create a socketpair: {}", std::strerror(errno)));
@@ -97,12 +100,13 @@ StartedWorker start_worker(const WorkerHost& host, const Options& options, std::
     spec.channel_fd = child_channel.get();
     spec.stdout_fd = child_out.get();
     spec.stderr_fd = child_err.get();
+    spec.args_fd = shared_args_fd;
     UniqueFd devnull;
     if (options.relay == Relay::discard) {
         devnull.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
         spec.stdout_fd = devnull.get();
     }
-    w.process = launch(spec);
+    w.process = start_process(spawner, host, spec);
     return w;  // the child's ends close here: only the worker holds them now
 }
 
@@ -136,6 +140,8 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
             "to its definition, in the program or library the workers load",
             label, demangle(request.context_key.c_str())));
 
+    const Spawner spawner = effective_spawner(options.spawner);
+
     std::unique_lock lock(ranch_in_progress, std::try_to_lock);
     if (!lock.owns_lock())
         throw UsageError(fmt::format(
@@ -150,8 +156,16 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
     Supervisor supervisor(options, deadline);
     if (workers > 0) {
         const WorkerHost host = choose_worker_host(request.function, entry.name);
-        // One copy of the arguments, shared by every worker's outgoing queue.
+        // One copy of the arguments, shared by every worker's outgoing queue, or, when
+        // large, by every worker's mapping of one memfd.
         auto args = std::make_shared<const std::string>(std::move(request.args));
+        UniqueFd shared_args;
+        std::uint64_t shared_args_size = 0;
+        if (!args->empty() && args->size() >= options.shared_memory_threshold) {
+            shared_args = share_arguments(*args);
+            shared_args_size = args->size();
+            args = std::make_shared<const std::string>();
+        }
         std::map<std::string, std::string> base = options.env;
         // Large blocks from malloc on transparent huge pages: fresh tensors and argument
         // buffers then cost a tenth to fault in (see memory.cpp). The user's own
@@ -164,7 +178,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
             for (int rank = 0; rank < n; ++rank) {
                 if (options.caller_rank == rank) continue;
                 base["LOCAL_RANK"] = std::to_string(rank);
-                StartedWorker w = start_worker(host, options, environment_with(base));
+                StartedWorker w = start_worker(spawner, host, options, environment_with(base), shared_args.get());
                 CallMeta meta;
                 meta.rank = rank;
                 meta.world_size = n;
@@ -172,6 +186,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
                 meta.function = entry.name;
                 meta.library = host.library;
                 meta.context_key = request.context_key;
+                meta.shared_args_size = shared_args_size;
                 std::string head = encode_call_meta(meta);
                 head = frame_header(FrameType::call, head.size() + args->size()) + head;
                 supervisor.add(rank, std::move(w.process), std::move(w.channel), std::move(w.out),

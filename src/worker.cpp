@@ -4,6 +4,7 @@
 #include "demangle.hpp"
 #include "object_locator.hpp"
 #include "registry.hpp"
+#include "shared_arguments.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -122,7 +123,13 @@ void flush_everything() {
     try {
         std::string_view args;
         const CallMeta call = decode_call(frame->payload, args);
+        std::optional<MappedArguments> shared;
+        if (call.shared_args_size > 0) {
+            shared.emplace(worker_args_fd, call.shared_args_size);
+            args = shared->bytes();
+        }
         std::string result = run_call(call, args);
+        shared.reset();
         frame.reset();  // the arguments are no longer needed
         write_frame(fd, FrameType::result, result);
         ok = true;

@@ -44,7 +44,8 @@ TEST_CASE("failed calls leak no fds or children either", "[resources][failure]")
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("workers die within a second when their caller is killed with SIGKILL", "[resources]") {
+TEST_CASE("workers and the warm template die within a second when their caller is killed with SIGKILL",
+          "[resources]") {
     mpify_test::Subprocess caller(MPIFY_TEST_ORPHAN_CALLER, {});
     std::vector<pid_t> workers;
     for (int i = 0; i < 3; ++i) {
@@ -57,10 +58,16 @@ TEST_CASE("workers die within a second when their caller is killed with SIGKILL"
         REQUIRE(pid > 0);
         workers.push_back(pid);
     }
+    const std::vector<pid_t> templates = mpify_test::warm_templates_of(caller.pid());
+    CHECK(templates.size() == (mpify_test::spawner_under_test() == mpify::Spawner::warm_template ? 1U : 0U));
     caller.kill(SIGKILL);
     caller.wait();
     for (pid_t pid : workers) {
         INFO("worker pid " << pid);
+        CHECK(mpify_test::wait_for_exit(pid, 1000));
+    }
+    for (pid_t pid : templates) {
+        INFO("template pid " << pid);
         CHECK(mpify_test::wait_for_exit(pid, 1000));
     }
 }

@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,9 +26,56 @@ extern char** environ;
 
 namespace mpify_test {
 
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+std::vector<pid_t> children(pid_t parent) {
+    std::vector<pid_t> found;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string stat = read_file("/proc/" + name + "/stat");
+        const auto after_name = stat.rfind(')');  // the command may hold spaces and parentheses
+        if (after_name == std::string::npos) continue;
+        char state = 0;
+        int parent_found = 0;
+        if (std::sscanf(stat.c_str() + after_name + 1, " %c %d", &state, &parent_found) == 2 && parent_found == parent)
+            found.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+    return found;
+}
+
+bool is_warm_template(pid_t pid) {
+    // "pid (mpify-template) S ...": the name, and a state that is not Z (a dead template
+    // keeps its name until it is reaped).
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::string name = "(mpify-template) ";
+    const auto at = stat.find(name);
+    return at != std::string::npos && at + name.size() < stat.size() && stat[at + name.size()] != 'Z';
+}
+
+std::vector<pid_t> warm_templates_of(pid_t parent) {
+    std::vector<pid_t> found = children(parent);
+    found.erase(std::remove_if(found.begin(), found.end(), [](pid_t p) { return !is_warm_template(p); }),
+                found.end());
+    return found;
+}
+
+mpify::Spawner spawner_under_test() {
+    const char* chosen = std::getenv("MPIFY_SPAWNER");
+    if (chosen == nullptr || *chosen == '\0') return mpify::Options{}.spawner;
+    return std::string(chosen) == "exec" ? mpify::Spawner::exec : mpify::Spawner::warm_template;
+}
+
 bool has_no_children() {
-    int status = 0;
-    return ::waitpid(-1, &status, WNOHANG) == -1 && errno == ECHILD;
+    const std::vector<pid_t> all = children(::getpid());
+    return std::all_of(all.begin(), all.end(), is_warm_template);
 }
 
 namespace {

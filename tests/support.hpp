@@ -1,5 +1,7 @@
 #pragma once
 // Observations the tests make about this process and about child programs.
+#include <mpify/options.hpp>
+
 #include <sys/types.h>
 
 #include <string>
@@ -7,7 +9,20 @@
 
 namespace mpify_test {
 
-/// True if this process has no child processes at all (not even zombies).
+/// The children of `parent`, zombies included.
+std::vector<pid_t> children(pid_t parent);
+
+/// True if `pid` is a live warm template (named mpify-template; its workers are not).
+bool is_warm_template(pid_t pid);
+
+/// The live warm templates among the children of `parent`.
+std::vector<pid_t> warm_templates_of(pid_t parent);
+
+/// The spawner this process's ranch calls use: MPIFY_SPAWNER, else Options' default.
+mpify::Spawner spawner_under_test();
+
+/// True if this process has no child processes other than live warm templates, which
+/// stay between calls by design (not even zombies).
 bool has_no_children();
 
 /// Number of open file descriptors of this process.

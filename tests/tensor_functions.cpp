@@ -2,6 +2,11 @@
 #include "tensor_functions.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
 
 namespace in_library {
 
@@ -12,5 +17,32 @@ std::vector<at::Tensor> rank_tensors(at::Tensor base) {
     return {base + mpify::local_rank(), at::full({2}, mpify::local_rank())};
 }
 MPIFY_REGISTER(rank_tensors);
+
+namespace {
+int process_threads() {
+    DIR* tasks = ::opendir("/proc/self/task");
+    int count = 0;
+    while (const dirent* entry = ::readdir(tasks))
+        if (entry->d_name[0] != '.') ++count;
+    ::closedir(tasks);
+    return count;
+}
+}  // namespace
+
+WorkerFacts worker_facts(int pool_size) {
+    WorkerFacts facts;
+    facts.pid = ::getpid();
+    facts.threads_at_entry = process_threads();
+    at::set_num_threads(pool_size);
+    // Large enough that LibTorch splits it over its OpenMP pool.
+    const double total = (at::ones({1 << 22}) * 2).sum().item<double>();
+    facts.threads_after = process_threads();
+    facts.result_correct = total == 2.0 * (1 << 22);
+    return facts;
+}
+MPIFY_REGISTER(worker_facts);
+
+bool is_arange(at::Tensor t, std::int64_t n) { return t.numel() == n && t.equal(at::arange(n, t.options())); }
+MPIFY_REGISTER(is_arange);
 
 }  // namespace in_library

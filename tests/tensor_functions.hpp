@@ -7,4 +7,20 @@
 namespace in_library {
 at::Tensor echo_tensor(at::Tensor t);
 std::vector<at::Tensor> rank_tensors(at::Tensor base);
+
+/// What a worker sees at entry and after computing with an intra-op (OpenMP) pool.
+struct WorkerFacts {
+    long pid = 0;
+    int threads_at_entry = 0;   ///< threads of the process when fn starts
+    int threads_after = 0;      ///< threads once LibTorch's OpenMP pool has computed
+    bool result_correct = false;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar& pid& threads_at_entry& threads_after& result_correct;
+    }
+};
+WorkerFacts worker_facts(int pool_size);
+
+/// True if `t` is exactly arange(n) in its own dtype.
+bool is_arange(at::Tensor t, std::int64_t n);
 }  // namespace in_library

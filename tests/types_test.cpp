@@ -39,8 +39,19 @@ TEST_CASE("a user struct with serialize() arrives intact", "[types]") {
 TEST_CASE("a 64 MiB argument reaches every worker whole", "[types]") {
     std::string blob(64u << 20, 'x');
     blob.back() = 'y';
-    const auto sizes = mpify::ranch(3, in_program::byte_count, blob);
+    mpify::Options options;
+    SECTION("in shared memory") {}
+    SECTION("through each worker's channel") { options.shared_memory_threshold = SIZE_MAX; }
+    const auto sizes = mpify::ranch(options, 3, in_program::byte_count, blob);
     CHECK(sizes == std::vector<std::size_t>(3, blob.size()));
+}
+
+TEST_CASE("a 256 MiB tensor argument to n = 3 arrives intact in every worker", "[types][tensor]") {
+    const std::int64_t elements = std::int64_t(64) << 20;  // int32: 256 MiB
+    mpify::Options options;
+    options.caller_rank = std::nullopt;  // three workers
+    const auto intact = mpify::ranch(options, 3, in_library::is_arange, at::arange(elements, at::kInt), elements);
+    CHECK(intact == std::vector<bool>(3, true));
 }
 
 TEST_CASE("tensors of any dtype and shape arrive equal", "[types][tensor]") {

@@ -1,6 +1,7 @@
 #pragma once
 // mpify::Options: how a ranch call starts, supervises and reports its ranks.
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -22,6 +23,33 @@ enum class Relay {
     /// Discarded (the last stderr lines are still kept for crash reports).
     discard,
 };
+
+/// How worker processes come to be.
+///
+/// - exec: each worker is a new program (fork + exec): the program itself, or
+///   mpify-worker for functions in shared libraries. A program linked to LibTorch takes
+///   0.6-0.7 s to start, so ranch(4, ...) pays about 2 s on two cores before any work.
+/// - warm_template: on first use, one template process per worker program is started by
+///   exec; it loads LibTorch and the libraries holding the functions, and then forks a
+///   worker for each rank in milliseconds. Each worker is the caller's child and
+///   behaves exactly as an exec'd one: same channel, output, failure reports,
+///   LOCAL_RANK, and it dies with the caller.
+///
+/// The template stays fork-safe by these rules: it starts no thread (before each fork
+/// it checks that it has exactly one, and if not, mpify logs why and starts workers by
+/// exec from then on), never initializes CUDA, never runs a user function and never
+/// computes with tensors (no OpenMP pool). The static initializers of the program and
+/// of the libraries it loads do run in it: they must not start threads either.
+/// It ends when its caller ends; one that crashed or was killed is replaced at the next
+/// call; a library rebuilt on disk is loaded by a new template. Environment variables
+/// that libraries read as they load (LD_*, GLIBC_TUNABLES, MALLOC_*, OMP_*, GOMP_*,
+/// KMP_*, MKL_*, OPENBLAS_*) are those the template started with: a call that sets
+/// different ones gets a new template.
+///
+/// Choose exec when workers must start from a clean program image, e.g. a program whose
+/// static initializers start threads. The environment variable MPIFY_SPAWNER (exec or
+/// template) overrides this option in every call.
+enum class Spawner { exec, warm_template };
 
 /// Options of one ranch call. Every field has a sensible default.
 struct Options {
@@ -54,6 +82,14 @@ struct Options {
     /// When ranks must be stopped (a failure, a timeout), each gets SIGTERM, then SIGKILL
     /// after this grace period.
     std::chrono::milliseconds stop_grace{1000};
+
+    /// How workers are started; see Spawner. MPIFY_SPAWNER overrides it.
+    Spawner spawner = Spawner::exec;
+
+    /// Arguments whose serialized size reaches this many bytes are written once into
+    /// shared memory (a sealed memfd) that every worker maps, instead of being sent to
+    /// each worker through its channel. SIZE_MAX: never.
+    std::size_t shared_memory_threshold = std::size_t(1) << 20;
 };
 
 }  // namespace mpify

@@ -1,0 +1,130 @@
+#include "template_server.hpp"
+
+#include "child_process.hpp"
+#include "fork_for_parent.hpp"
+#include "template_protocol.hpp"
+#include "worker.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+
+extern char** environ;
+
+namespace mpify::detail {
+namespace {
+
+// What a library file was when the template loaded it: a rebuilt file (new inode, size
+// or time) must not be served from the old copy.
+struct FileIdentity {
+    dev_t device = 0;
+    ino_t inode = 0;
+    off_t size = 0;
+    timespec modified{};
+    bool operator==(const FileIdentity& o) const {
+        return device == o.device && inode == o.inode && size == o.size && modified.tv_sec == o.modified.tv_sec &&
+               modified.tv_nsec == o.modified.tv_nsec;
+    }
+};
+
+std::map<std::string, FileIdentity> loaded_libraries;
+
+// The process name (as ps shows it) the template had before it called itself
+// mpify-template; each worker takes it back, as an exec'd worker would have it.
+char program_name[16] = {};
+
+TemplateReply load_library(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        return {TemplateStatus::failed, -1, fmt::format("cannot find {}: {}", path, std::strerror(errno))};
+    const FileIdentity now{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
+    const auto known = loaded_libraries.find(path);
+    if (known != loaded_libraries.end()) {
+        if (known->second == now) return {};
+        return {TemplateStatus::stale_library, -1, fmt::format("{} changed on disk since the template loaded it", path)};
+    }
+    if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        return {TemplateStatus::failed, -1, fmt::format("cannot load {}: {}", path, ::dlerror())};
+    loaded_libraries.emplace(path, now);
+    return {};
+}
+
+// In the forked worker: take the caller's fds and environment, then serve the call as an
+// exec'd worker does. Never returns.
+[[noreturn]] void become_worker(const ForkRequest& request, const std::vector<UniqueFd>& fds, int devnull) {
+    // The parent is the caller (CLONE_PARENT): die with it, unless it is already gone.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != request.caller) ::_exit(127);
+    const int sources[worker_fd_count] = {devnull, fds[1].get(), fds[2].get(), fds[0].get(),
+                                          fds.size() > 3 ? fds[3].get() : -1};
+    if (place_worker_fds(sources, /*close_others_now=*/true) != 0) ::_exit(127);
+    ::prctl(PR_SET_NAME, program_name);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Points into `request`, which stays alive: this frame is never left.
+    std::vector<char*> variables;
+    for (const std::string& entry : request.env) variables.push_back(const_cast<char*>(entry.c_str()));
+    variables.push_back(nullptr);
+    environ = variables.data();
+    serve_if_worker();
+    ::_exit(127);  // serve_if_worker returned: the environment named no channel
+}
+
+TemplateReply fork_worker(const ForkRequest& request, const std::vector<UniqueFd>& fds, int devnull) {
+    if (fds.size() < 3) return {TemplateStatus::failed, -1, "a fork request came without its fds"};
+    if (!request.library.empty()) {
+        TemplateReply loaded = load_library(request.library);
+        if (loaded.status != TemplateStatus::ok) return loaded;
+    }
+    if (const int threads = thread_count(); threads != 1)
+        return {TemplateStatus::unusable, -1,
+                fmt::format("the template has {} threads (started by a library as it loaded?), and forking a "
+                            "process with threads is unsafe", threads)};
+    const pid_t pid = fork_for_parent();
+    if (pid < 0) return {TemplateStatus::failed, -1, fmt::format("clone failed: {}", std::strerror(errno))};
+    if (pid == 0) become_worker(request, fds, devnull);
+    return {TemplateStatus::ok, pid, {}};
+}
+
+}  // namespace
+
+void serve_if_template() {
+    const char* fd_text = std::getenv(template_env_var);
+    if (fd_text == nullptr) return;
+    const int control = std::atoi(fd_text);
+    const UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ::prctl(PR_GET_NAME, program_name);
+    ::prctl(PR_SET_NAME, "mpify-template");
+
+    TemplateReply ready{TemplateStatus::ok, ::getpid(), {}};
+    std::string why_not;
+    if (const int threads = thread_count(); threads != 1)
+        ready = {TemplateStatus::unusable, -1,
+                 fmt::format("the template has {} threads once started (a static initializer started them?)",
+                             threads)};
+    else if (!prepare_fork_for_parent(why_not))
+        ready = {TemplateStatus::unusable, -1, why_not};
+    try {
+        send_reply(control, ready);
+        if (ready.status != TemplateStatus::ok) ::_exit(0);
+        for (;;) {
+            std::vector<UniqueFd> fds;
+            const std::optional<ForkRequest> request = receive_fork_request(control, fds);
+            if (!request) ::_exit(0);  // the caller closed its end: it is done, or gone
+            send_reply(control, fork_worker(*request, fds, devnull.get()));
+        }
+    } catch (const std::exception&) {
+        ::_exit(1);  // the caller is gone mid-message, or spoke nonsense
+    }
+}
+
+}  // namespace mpify::detail

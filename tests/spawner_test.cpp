@@ -1,0 +1,134 @@
+// The warm template: what it forks, and how it is replaced. (Every other test of the
+// suite runs once with each spawner; these only make sense with the template.)
+#include "functions.hpp"
+#include "support.hpp"
+#include "tensor_functions.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using Catch::Contains;
+
+namespace {
+
+mpify::Options from_template() {
+    mpify::Options options;
+    options.spawner = mpify::Spawner::warm_template;
+    return options;
+}
+
+std::vector<pid_t> live_templates() {
+    return mpify_test::warm_templates_of(::getpid());
+}
+
+// Copies `from` over `to` as a linker does: a new file renamed into place.
+void replace_file(const std::string& from, const std::string& to) {
+    const std::string next = to + ".next";
+    std::filesystem::copy_file(from, next, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(next, to);
+}
+
+template <class Fn>
+Fn* function_in(const std::string& library, const char* accessor) {
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    REQUIRE(handle != nullptr);
+    auto get = reinterpret_cast<Fn* (*)()>(::dlsym(handle, accessor));
+    REQUIRE(get != nullptr);
+    return get();
+}
+
+// Captures what this process writes to stderr while alive.
+class StderrCapture {
+public:
+    StderrCapture() : file_(dir_.path() + "/stderr") {
+        std::fflush(stderr);
+        saved_ = ::dup(2);
+        const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ::dup2(fd, 2);
+        ::close(fd);
+    }
+    ~StderrCapture() { restore(); }
+    std::string text() {
+        restore();
+        std::ifstream in(file_);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        ::dup2(saved_, 2);
+        ::close(saved_);
+        saved_ = -1;
+    }
+    mpify_test::TempDir dir_;
+    std::string file_;
+    int saved_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("workers forked from the template are distinct processes with one thread that can run OpenMP",
+          "[template]") {
+    mpify::Options options = from_template();
+    options.caller_rank = std::nullopt;
+    const std::vector<in_library::WorkerFacts> facts = mpify::ranch(options, 3, in_library::worker_facts, 2);
+    std::set<long> pids;
+    for (const auto& f : facts) {
+        INFO("worker " << f.pid);
+        pids.insert(f.pid);
+        CHECK(f.pid != ::getpid());
+        CHECK(f.threads_at_entry == 1);
+        CHECK(f.threads_after > 1);
+        CHECK(f.result_correct);
+    }
+    CHECK(pids.size() == 3);
+    CHECK(live_templates().size() == 1);
+}
+
+TEST_CASE("a template killed between two calls is replaced by the next call", "[template]") {
+    CHECK(mpify::ranch(from_template(), 2, in_library::add, 1, 2) == std::vector<int>{3, 4});
+    const std::vector<pid_t> first = live_templates();
+    REQUIRE(first.size() == 1);
+    REQUIRE(::kill(first.front(), SIGKILL) == 0);
+    REQUIRE(mpify_test::wait_for_exit(first.front(), 5000));
+
+    CHECK(mpify::ranch(from_template(), 3, in_library::add, 2, 3) == std::vector<int>{5, 6, 7});
+    const std::vector<pid_t> second = live_templates();
+    REQUIRE(second.size() == 1);
+    CHECK(second.front() != first.front());
+    CHECK(mpify_test::has_no_children());  // the dead one was reaped
+}
+
+TEST_CASE("a library rebuilt on disk between two calls is loaded fresh", "[template]") {
+    mpify_test::TempDir dir;
+    const std::string library = dir.path() + "/libversioned.so";
+    replace_file(MPIFY_TEST_VERSION_1, library);
+    auto* which_version = function_in<int()>(library, "mpify_test_which_version");
+    mpify::Options options = from_template();
+    options.caller_rank = std::nullopt;  // every rank loads the file from disk
+    CHECK(mpify::ranch(options, 2, which_version) == std::vector<int>{1, 1});
+
+    replace_file(MPIFY_TEST_VERSION_2, library);
+    CHECK(mpify::ranch(options, 2, which_version) == std::vector<int>{2, 2});
+}
+
+TEST_CASE("a template that a library gave a thread falls back to exec and says why", "[template]") {
+    auto* answer = function_in<int()>(MPIFY_TEST_THREAD_AT_LOAD, "mpify_test_answer_despite_a_thread");
+    StderrCapture captured;
+    CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});
+    const std::string log = captured.text();
+    CHECK_THAT(log, Contains("by exec, not from the warm template") && Contains("threads"));
+    CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});  // exec from then on
+    CHECK(live_templates().empty());
+}
