@@ -84,7 +84,7 @@ struct Options {
     std::chrono::milliseconds stop_grace{1000};
 
     /// How workers are started; see Spawner. MPIFY_SPAWNER overrides it.
-    Spawner spawner = Spawner::exec;
+    Spawner spawner = Spawner::warm_template;
 
     /// Arguments whose serialized size reaches this many bytes are written once into
     /// shared memory (a sealed memfd) that every worker maps, instead of being sent to
