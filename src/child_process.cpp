@@ -118,17 +118,27 @@ ChildProcess launch(const LaunchSpec& spec) {
                                      ::strerror(child_errno)));
     }
 
+    return watch_child(pid);
+}
+
+ChildProcess watch_child(pid_t pid) {
     ChildProcess child;
     child.pid = pid;
     child.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!child.pidfd) {
         const int e = errno;
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
+        kill_and_reap(pid);
         throw SpawnError(fmt::format("mpify: pidfd_open failed ({}); mpify needs Linux 5.3 or newer",
                                      ::strerror(e)));
     }
     return child;
+}
+
+void kill_and_reap(pid_t pid) noexcept {
+    ::kill(pid, SIGKILL);
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED) != 0 && errno == EINTR) {
+    }
 }
 
 std::string signal_description(int signal) {

@@ -38,6 +38,13 @@ struct ChildProcess {
 /// the executable and errno) if it did not.
 ChildProcess launch(const LaunchSpec& spec);
 
+/// Takes charge of a child of this process that is already running: opens its pidfd.
+/// Throws SpawnError (after killing and reaping the child) if that fails.
+ChildProcess watch_child(pid_t pid);
+
+/// Sends SIGKILL to a child of this process and waits until it is reaped.
+void kill_and_reap(pid_t pid) noexcept;
+
 /// In a child between fork and exec (async-signal-safe): makes fd i a copy of sources[i]
 /// (-1: fds 1 and 2 stay as they are, 3 and 4 are closed), then closes every fd above 4,
 /// now or at exec. Returns 0, or the errno of what failed.

@@ -55,7 +55,7 @@ struct Templates {
         std::string signature;  // load_time_signature of its environment
     };
     std::map<std::string, Slot> by_program;         // worker program -> its template
-    std::map<std::string, std::string> exec_only;   // worker program -> why it cannot have one
+    std::set<std::string> exec_only;  // worker programs that cannot have one (the reason is logged)
     std::set<std::string> logged;
 };
 
@@ -94,7 +94,7 @@ ChildProcess start_process(Spawner spawner, const WorkerHost& host, const Launch
         t.owner = ::getpid();
     }
     const std::string& program = host.executable;
-    if (const auto refused = t.exec_only.find(program); refused != t.exec_only.end()) return launch(spec);
+    if (t.exec_only.count(program) != 0) return launch(spec);
 
     const std::string signature = load_time_signature(spec.env);
     Templates::Slot& slot = t.by_program[program];
@@ -113,7 +113,7 @@ ChildProcess start_process(Spawner spawner, const WorkerHost& host, const Launch
             if (e.kind() == Kind::this_call) break;
             slot.process.reset();
             if (e.kind() == Kind::unusable) {
-                t.exec_only[program] = reason;
+                t.exec_only.insert(program);
                 break;
             }
             // gone or stale: a new template gets one more try

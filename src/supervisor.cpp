@@ -55,11 +55,7 @@ Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> 
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_) {
-        if (w->exited) continue;
-        ::kill(w->process.pid, SIGKILL);
-        siginfo_t info{};
-        while (::waitid(P_PID, static_cast<id_t>(w->process.pid), &info, WEXITED) != 0 && errno == EINTR) {
-        }
+        if (!w->exited) kill_and_reap(w->process.pid);
     }
 }
 

@@ -58,6 +58,13 @@ TemplateReply load_library(const std::string& path) {
     return {};
 }
 
+// The refusal of a template that has more than one thread: a fork would copy only one.
+TemplateReply threaded(int threads) {
+    return {TemplateStatus::unusable, -1,
+            fmt::format("the template has {} threads (started by a static initializer of the program or of a "
+                        "library it loaded), and forking a process with threads is unsafe", threads)};
+}
+
 // In the forked worker: take the caller's fds and environment, then serve the call as an
 // exec'd worker does. Never returns.
 [[noreturn]] void become_worker(const ForkRequest& request, const std::vector<UniqueFd>& fds, int devnull) {
@@ -85,10 +92,7 @@ TemplateReply fork_worker(const ForkRequest& request, const std::vector<UniqueFd
         TemplateReply loaded = load_library(request.library);
         if (loaded.status != TemplateStatus::ok) return loaded;
     }
-    if (const int threads = thread_count(); threads != 1)
-        return {TemplateStatus::unusable, -1,
-                fmt::format("the template has {} threads (started by a library as it loaded?), and forking a "
-                            "process with threads is unsafe", threads)};
+    if (const int threads = thread_count(); threads != 1) return threaded(threads);
     const pid_t pid = fork_for_parent();
     if (pid < 0) return {TemplateStatus::failed, -1, fmt::format("clone failed: {}", std::strerror(errno))};
     if (pid == 0) become_worker(request, fds, devnull);
@@ -108,9 +112,7 @@ void serve_if_template() {
     TemplateReply ready{TemplateStatus::ok, ::getpid(), {}};
     std::string why_not;
     if (const int threads = thread_count(); threads != 1)
-        ready = {TemplateStatus::unusable, -1,
-                 fmt::format("the template has {} threads once started (a static initializer started them?)",
-                             threads)};
+        ready = threaded(threads);
     else if (!prepare_fork_for_parent(why_not))
         ready = {TemplateStatus::unusable, -1, why_not};
     try {

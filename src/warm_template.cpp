@@ -2,14 +2,9 @@
 
 #include "channel.hpp"
 
-#include <mpify/error.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,10 +58,7 @@ WarmTemplate::~WarmTemplate() { stop(); }
 void WarmTemplate::stop() noexcept {
     control_.reset();
     if (process_.pid <= 0) return;
-    ::kill(process_.pid, SIGKILL);
-    siginfo_t info{};
-    while (::waitid(P_PID, static_cast<id_t>(process_.pid), &info, WEXITED) != 0 && errno == EINTR) {
-    }
+    kill_and_reap(process_.pid);
     process_.pid = -1;
     process_.pidfd.reset();
 }
@@ -129,16 +121,7 @@ ChildProcess WarmTemplate::fork_worker(const LaunchSpec& spec, const std::string
         case TemplateStatus::unusable: throw TemplateUnavailable(Kind::unusable, reply.message);
         default: throw TemplateUnavailable(Kind::this_call, reply.message);
     }
-    ChildProcess child;
-    child.pid = static_cast<pid_t>(reply.pid);
-    child.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0)));
-    if (!child.pidfd) {
-        const int e = errno;
-        ::kill(child.pid, SIGKILL);
-        ::waitpid(child.pid, nullptr, 0);
-        throw SpawnError(fmt::format("mpify: pidfd_open of a forked worker failed ({})", std::strerror(e)));
-    }
-    return child;
+    return watch_child(static_cast<pid_t>(reply.pid));  // forked as our own child
 }
 
 }  // namespace mpify::detail

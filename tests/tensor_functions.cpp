@@ -1,12 +1,12 @@
 // Tensor-taking functions, in the test-functions library only (ATen is slow to compile).
 #include "tensor_functions.hpp"
 
+#include "support.hpp"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <dirent.h>
 #include <unistd.h>
-
 
 namespace in_library {
 
@@ -18,25 +18,14 @@ std::vector<at::Tensor> rank_tensors(at::Tensor base) {
 }
 MPIFY_REGISTER(rank_tensors);
 
-namespace {
-int process_threads() {
-    DIR* tasks = ::opendir("/proc/self/task");
-    int count = 0;
-    while (const dirent* entry = ::readdir(tasks))
-        if (entry->d_name[0] != '.') ++count;
-    ::closedir(tasks);
-    return count;
-}
-}  // namespace
-
 WorkerFacts worker_facts(int pool_size) {
     WorkerFacts facts;
     facts.pid = ::getpid();
-    facts.threads_at_entry = process_threads();
+    facts.threads_at_entry = mpify_test::thread_count();
     at::set_num_threads(pool_size);
     // Large enough that LibTorch splits it over its OpenMP pool.
     const double total = (at::ones({1 << 22}) * 2).sum().item<double>();
-    facts.threads_after = process_threads();
+    facts.threads_after = mpify_test::thread_count();
     facts.result_correct = total == 2.0 * (1 << 22);
     return facts;
 }
