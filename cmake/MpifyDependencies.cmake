@@ -3,3 +3,14 @@ find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+
+# Imported targets are visible only in the folder that found them, but mpify::mpify
+# carries Torch's and Boost's into whatever links it: in a host project that adds mpify
+# with add_subdirectory, that is another folder. Make them visible everywhere.
+get_property(mpify_imported_targets DIRECTORY PROPERTY IMPORTED_TARGETS)
+foreach(target IN LISTS mpify_imported_targets)
+  get_target_property(already_global ${target} IMPORTED_GLOBAL)
+  if(NOT already_global)
+    set_target_properties(${target} PROPERTIES IMPORTED_GLOBAL TRUE)
+  endif()
+endforeach()

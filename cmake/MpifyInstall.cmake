@@ -2,14 +2,15 @@
 # find_package(mpify) gives the target mpify::mpify.
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY include/mpify DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mpify DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${MPIFY_GENERATED_INCLUDE_DIR}/mpify/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpify)
 install(TARGETS mpify mpify-worker EXPORT mpifyTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT mpifyTargets NAMESPACE mpify:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)
 
-configure_package_config_file(cmake/mpifyConfig.cmake.in
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/mpifyConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mpifyConfigVersion.cmake

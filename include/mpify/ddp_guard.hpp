@@ -12,16 +12,14 @@
 #include <mpify/ranch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace mpify {
-namespace detail {
-struct DdpSettings;
-}
 
 /// Which c10d backend a group uses.
 enum class Backend {
@@ -70,36 +68,25 @@ public:
     DdpGuard& operator=(const DdpGuard&) = delete;
 
     /// Global rank of this process in the group.
-    int rank() const;
+    int rank() const { return rank_; }
     /// Number of processes in the group.
-    int world_size() const;
-
-    /// The group, the store and the saved environment (defined in the library).
-    struct State;
+    int world_size() const { return world_size_; }
 
 private:
-    void open(const detail::DdpSettings& settings);
-    std::unique_ptr<State> state_;
+    // The group itself is the process's active group, kept in the library: one guard
+    // at a time per process.
+    int rank_ = 0;
+    int world_size_ = 1;
 };
 
 namespace detail {
 
-/// What in_ddp prepares in the caller before spawning: validates the options, opens the
+/// What in_ddp does in the caller around its ranch: validates the options, opens the
 /// rendezvous store when this caller has base_rank 0 (on a free port when port is 0),
-/// and yields the environment that tells every rank's DdpGuard where to go. The store
-/// lives as long as this object.
-class MPIFY_API DdpLaunch {
-public:
-    DdpLaunch(const DdpOptions& options, int n);
-    ~DdpLaunch();
-    DdpLaunch(const DdpLaunch&) = delete;
-    DdpLaunch& operator=(const DdpLaunch&) = delete;
-    const std::map<std::string, std::string>& environment() const { return environment_; }
-
-private:
-    std::map<std::string, std::string> environment_;
-    std::shared_ptr<void> store_;
-};
+/// and calls `run` with the environment that tells every rank's DdpGuard where to go.
+/// The store stays open until `run` returns.
+MPIFY_API void with_rendezvous(const DdpOptions& options, int n,
+                               const std::function<void(const std::map<std::string, std::string>&)>& run);
 
 }  // namespace detail
 
@@ -109,15 +96,22 @@ private:
 template <class R, class... P, class... A>
 std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...),
                        A&&... args) {
-    const detail::DdpLaunch launch(options, n);
-    Options o = ranch_options;
-    o.caller_rank = 0;
-    o.gather = false;
-    for (const auto& [name, value] : launch.environment()) o.env[name] = value;
-    if constexpr (std::is_void_v<std::decay_t<R>>) {
-        ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
+    using Result = std::decay_t<R>;
+    auto run = [&](const std::map<std::string, std::string>& environment) {
+        Options o = ranch_options;
+        o.caller_rank = 0;
+        o.gather = false;
+        for (const auto& [name, value] : environment) o.env[name] = value;
+        return ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
+    };
+    if constexpr (std::is_void_v<Result>) {
+        detail::with_rendezvous(options, n, run);
     } else {
-        return std::move(ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...).front());
+        std::optional<Result> result;
+        detail::with_rendezvous(options, n, [&](const std::map<std::string, std::string>& environment) {
+            result.emplace(std::move(run(environment).front()));
+        });
+        return std::move(*result);
     }
 }
 

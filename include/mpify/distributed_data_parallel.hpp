@@ -31,28 +31,26 @@ struct DdpModelOptions {
 namespace detail {
 
 /// The compiled engine behind DistributedDataParallel: autograd hooks, buckets, the
-/// collectives. Works on the active DdpGuard's process group.
+/// collectives, on the active DdpGuard's process group. Made by make_gradient_reducer.
 class MPIFY_API GradientReducer {
 public:
-    GradientReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes);
-    ~GradientReducer();
-    GradientReducer(const GradientReducer&) = delete;
-    GradientReducer& operator=(const GradientReducer&) = delete;
+    virtual ~GradientReducer();
 
     /// Whether backward averages gradients (false inside no_sync()).
-    void set_sync(bool sync);
-    bool sync() const;
-    std::size_t bucket_count() const;
+    virtual void set_sync(bool sync) = 0;
+    virtual bool sync() const = 0;
+    /// Number of buckets the parameters were grouped into.
+    virtual std::size_t bucket_count() const = 0;
     /// Buckets sent from a gradient hook while backward still ran, and buckets sent when
     /// it had finished, over the reducer's life (what "overlapped" means, measured).
-    std::size_t buckets_sent_during_backward() const;
-    std::size_t buckets_sent_after_backward() const;
-
-    struct Impl;
-
-private:
-    std::shared_ptr<Impl> impl_;
+    virtual std::size_t buckets_sent_during_backward() const = 0;
+    virtual std::size_t buckets_sent_after_backward() const = 0;
 };
+
+/// A reducer for `parameters` (those that require a gradient), in buckets of about
+/// `bucket_bytes`. Throws UsageError when no DdpGuard is active.
+MPIFY_API std::unique_ptr<GradientReducer> make_gradient_reducer(std::vector<at::Tensor> parameters,
+                                                                 std::size_t bucket_bytes);
 
 /// Overwrites every rank's tensors with rank 0's (one collective per dtype).
 MPIFY_API void broadcast_from_rank0(const std::vector<at::Tensor>& tensors);
@@ -72,7 +70,7 @@ public:
         std::vector<at::Tensor> state = module_->parameters();
         for (const at::Tensor& b : module_->buffers()) state.push_back(b);
         detail::broadcast_from_rank0(state);
-        reducer_ = std::make_unique<detail::GradientReducer>(module_->parameters(), options_.bucket_bytes);
+        reducer_ = detail::make_gradient_reducer(module_->parameters(), options_.bucket_bytes);
     }
 
     /// Calls the module's forward.

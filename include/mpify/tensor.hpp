@@ -23,9 +23,9 @@
 namespace mpify {
 namespace detail {
 
-/// A tensor laid out for the wire: a dense CPU copy (or the tensor itself when it is
+/// A tensor as it is about to be saved: a dense CPU copy (or the tensor itself when it is
 /// one already) and what it takes to rebuild it.
-struct TensorWire {
+struct TensorToSave {
     bool defined = false;
     std::int8_t dtype = 0;
     std::vector<std::int64_t> sizes;
@@ -36,10 +36,10 @@ struct TensorWire {
 };
 
 /// The tensor as it will be written; throws mpify::Error for sparse or quantized tensors.
-MPIFY_API TensorWire tensor_to_wire(const at::Tensor& tensor);
+MPIFY_API TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor);
 /// An uninitialized CPU tensor to read `nbytes` of elements into.
-MPIFY_API at::Tensor tensor_from_wire(std::int8_t dtype, const std::vector<std::int64_t>& sizes,
-                                      bool requires_grad, void*& data, std::size_t& nbytes);
+MPIFY_API at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vector<std::int64_t>& sizes,
+                                              bool requires_grad, void*& data, std::size_t& nbytes);
 
 }  // namespace detail
 }  // namespace mpify
@@ -50,11 +50,11 @@ namespace serialization {
 /// Writes defined-ness, dtype, shape, requires_grad, then the elements in row-major order.
 template <class Archive>
 void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/) {
-    const mpify::detail::TensorWire wire = mpify::detail::tensor_to_wire(tensor);
-    ar << wire.defined;
-    if (!wire.defined) return;
-    ar << wire.dtype << wire.sizes << wire.requires_grad;
-    ar << make_binary_object(wire.data, wire.nbytes);
+    const mpify::detail::TensorToSave saved = mpify::detail::prepare_tensor_for_saving(tensor);
+    ar << saved.defined;
+    if (!saved.defined) return;
+    ar << saved.dtype << saved.sizes << saved.requires_grad;
+    ar << make_binary_object(saved.data, saved.nbytes);
 }
 
 /// Reads what save wrote into a fresh CPU tensor.
@@ -72,7 +72,7 @@ void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
     ar >> dtype >> sizes >> requires_grad;
     void* data = nullptr;
     std::size_t nbytes = 0;
-    at::Tensor fresh = mpify::detail::tensor_from_wire(dtype, sizes, false, data, nbytes);
+    at::Tensor fresh = mpify::detail::empty_tensor_for_loading(dtype, sizes, false, data, nbytes);
     binary_object bytes(data, nbytes);
     ar >> bytes;
     if (requires_grad) fresh.requires_grad_(true);

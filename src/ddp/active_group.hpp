@@ -1,34 +1,38 @@
 #pragma once
-// The process group of the DdpGuard alive in this process (at most one).
-#include <mpify/ddp_guard.hpp>
-
+// The process group of the DdpGuard alive in this process (at most one): opened by the
+// guard's constructor, closed by its destructor, used by the ddp helpers and
+// DistributedDataParallel in between.
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <memory>
 
 namespace mpify::detail {
+
 class ScopedEnvironment;
-}
+struct DdpSettings;
 
-namespace mpify {
-
-struct DdpGuard::State {
+/// An open group: the c10d objects, and the environment as it was before.
+struct ProcessGroupState {
     int rank = 0;
     int world_size = 1;
-    std::unique_ptr<detail::ScopedEnvironment> environment;
+    std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
-    ~State();
+    ~ProcessGroupState();  ///< the group, then the store, then the environment as it was
 };
 
-namespace detail {
+/// Opens the group `settings` describe and makes it this process's active one. Throws
+/// UsageError when a group is active (or opening) already, and whatever opening throws.
+const ProcessGroupState& open_active_group(const DdpSettings& settings);
 
-/// Whether a guard is alive in this process.
+/// Closes the active group (the caller opened it).
+void close_active_group() noexcept;
+
+/// Whether a group is active in this process.
 bool group_is_active();
 
-/// The active guard's state; throws UsageError naming `caller` when there is none.
-const DdpGuard::State& active_group(const char* caller);
+/// The active group; throws UsageError naming `caller` when there is none.
+const ProcessGroupState& active_group(const char* caller);
 
-}  // namespace detail
-}  // namespace mpify
+}  // namespace mpify::detail

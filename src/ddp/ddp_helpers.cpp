@@ -1,7 +1,8 @@
 // mpify::ddp: rank queries and the few collectives training code needs by name.
-#include "active_group.hpp"
+#include "ddp/active_group.hpp"
 
 #include <mpify/ddp.hpp>
+#include <mpify/ddp_guard.hpp>
 #include <mpify/registry.hpp>
 
 namespace mpify {

@@ -1,4 +1,6 @@
-#include "ddp_settings.hpp"
+#include "ddp/ddp_settings.hpp"
+
+#include "common/environment_number.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/process.hpp>
@@ -22,14 +24,9 @@ const char* env(const char* name) {
     return v && *v ? v : nullptr;
 }
 
+// The group's settings must be right or refused: a malformed number is a UsageError.
 long long env_number(const char* name, long long fallback) {
-    const char* text = env(name);
-    if (!text) return fallback;
-    char* end = nullptr;
-    const long long value = std::strtoll(text, &end, 10);
-    if (*end != '\0')
-        throw UsageError(fmt::format("mpify::DdpGuard: {}='{}' is not a whole number", name, text));
-    return value;
+    return environment_number(name, fallback, Malformed::reject, "mpify::DdpGuard");
 }
 
 Backend parse_backend(const std::string& text) {

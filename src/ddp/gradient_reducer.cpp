@@ -10,7 +10,7 @@
 // yet started (parameters without a gradient this step contribute zeros) are started, a
 // small "which parameters had a gradient anywhere" map is summed, everything is waited
 // for, and each used parameter's .grad becomes the average.
-#include "active_group.hpp"
+#include "ddp/active_group.hpp"
 
 #include <mpify/distributed_data_parallel.hpp>
 #include <mpify/error.hpp>
@@ -24,7 +24,11 @@
 
 namespace mpify::detail {
 
-struct GradientReducer::Impl : std::enable_shared_from_this<GradientReducer::Impl> {
+namespace {
+
+// The reducer's state; shared with the autograd callbacks it queues (which may outlive
+// a step), weakly with the gradient hooks.
+struct ReducerState : std::enable_shared_from_this<ReducerState> {
     struct Bucket {
         std::vector<std::size_t> members;  // parameter indices
         at::Tensor flat;
@@ -151,53 +155,68 @@ struct GradientReducer::Impl : std::enable_shared_from_this<GradientReducer::Imp
     }
 };
 
-GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes)
-    : impl_(std::make_shared<Impl>()) {
-    const DdpGuard::State& active = active_group("mpify::DistributedDataParallel");
-    impl_->group = active.group;
-    impl_->world_size = active.world_size;
-    for (at::Tensor& p : parameters)
-        if (p.requires_grad()) impl_->parameters.push_back(p);
-    if (impl_->parameters.empty()) return;
-    impl_->ready.assign(impl_->parameters.size(), false);
-    impl_->build_buckets(std::max<std::size_t>(bucket_bytes, 1));
-    std::weak_ptr<Impl> weak = impl_;
-    for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
-        impl_->hook_handles.push_back(impl_->parameters[i].register_hook([weak, i](const at::Tensor& gradient) {
-            if (auto self = weak.lock()) self->on_gradient(i, gradient);
-        }));
+// The reducer itself: registers the hooks, and removes them when it goes.
+class BucketedReducer final : public GradientReducer {
+public:
+    BucketedReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes)
+        : state_(std::make_shared<ReducerState>()) {
+        const ProcessGroupState& active = active_group("mpify::DistributedDataParallel");
+        state_->group = active.group;
+        state_->world_size = active.world_size;
+        for (at::Tensor& p : parameters)
+            if (p.requires_grad()) state_->parameters.push_back(p);
+        if (state_->parameters.empty()) return;
+        state_->ready.assign(state_->parameters.size(), false);
+        state_->build_buckets(std::max<std::size_t>(bucket_bytes, 1));
+        std::weak_ptr<ReducerState> weak = state_;
+        for (std::size_t i = 0; i < state_->parameters.size(); ++i) {
+            state_->hook_handles.push_back(state_->parameters[i].register_hook([weak, i](const at::Tensor& gradient) {
+                if (auto self = weak.lock()) self->on_gradient(i, gradient);
+            }));
+        }
     }
-}
 
-GradientReducer::~GradientReducer() {
-    for (std::size_t i = 0; i < impl_->hook_handles.size(); ++i)
-        impl_->parameters[i].remove_hook(impl_->hook_handles[i]);
-}
+    ~BucketedReducer() override {
+        for (std::size_t i = 0; i < state_->hook_handles.size(); ++i)
+            state_->parameters[i].remove_hook(state_->hook_handles[i]);
+    }
 
-void GradientReducer::set_sync(bool sync) {
-    std::lock_guard lock(impl_->mutex);
-    impl_->sync = sync;
-}
+    void set_sync(bool sync) override {
+        std::lock_guard lock(state_->mutex);
+        state_->sync = sync;
+    }
 
-bool GradientReducer::sync() const {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->sync;
-}
+    bool sync() const override {
+        std::lock_guard lock(state_->mutex);
+        return state_->sync;
+    }
 
-std::size_t GradientReducer::bucket_count() const { return impl_->buckets.size(); }
+    std::size_t bucket_count() const override { return state_->buckets.size(); }
 
-std::size_t GradientReducer::buckets_sent_during_backward() const {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->sent_during;
-}
+    std::size_t buckets_sent_during_backward() const override {
+        std::lock_guard lock(state_->mutex);
+        return state_->sent_during;
+    }
 
-std::size_t GradientReducer::buckets_sent_after_backward() const {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->sent_after;
+    std::size_t buckets_sent_after_backward() const override {
+        std::lock_guard lock(state_->mutex);
+        return state_->sent_after;
+    }
+
+private:
+    std::shared_ptr<ReducerState> state_;
+};
+
+}  // namespace
+
+GradientReducer::~GradientReducer() = default;
+
+std::unique_ptr<GradientReducer> make_gradient_reducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes) {
+    return std::make_unique<BucketedReducer>(std::move(parameters), bucket_bytes);
 }
 
 void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
-    const DdpGuard::State& active = active_group("mpify::DistributedDataParallel");
+    const ProcessGroupState& active = active_group("mpify::DistributedDataParallel");
     at::NoGradGuard no_grad;
     std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
     for (const at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);

@@ -1,9 +1,10 @@
-#include "rendezvous.hpp"
+#include "ddp/rendezvous.hpp"
+
+#include "ddp/store.hpp"
 
 #include <mpify/error.hpp>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fmt/format.h>
 
@@ -32,12 +33,7 @@ std::string missing_ranks(const DdpSettings& s, const std::string& phase, int fr
 }  // namespace
 
 c10::intrusive_ptr<c10d::Store> connect_store(const DdpSettings& s, bool server) {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<std::uint16_t>(s.port);
-    options.isServer = server;
-    options.waitWorkers = false;
-    options.timeout = s.timeout;
-    return c10::make_intrusive<c10d::PrefixStore>("mpify", c10::make_intrusive<c10d::TCPStore>(s.addr, options));
+    return c10::make_intrusive<c10d::PrefixStore>("mpify", open_store(s.addr, s.port, s.timeout, server));
 }
 
 void wait_for_all(c10d::Store& store, const DdpSettings& s, const std::string& phase, const char* failure) {

@@ -2,7 +2,7 @@
 // The rendezvous of a DdpGuard: every rank connects to the group's TCPStore, announces
 // each phase it reached and waits for the others, so that a rank that never comes is
 // named in the error instead of surfacing as a socket timeout deep inside Gloo.
-#include "ddp_settings.hpp"
+#include "ddp/ddp_settings.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 

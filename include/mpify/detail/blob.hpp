@@ -2,14 +2,14 @@
 // Values <-> byte strings ("blobs") with Boost binary archives. Arguments and results
 // cross the channel as blobs; both ends are the same build on the same machine, so the
 // archives skip their header (no_header) and are read back by the same code.
-#include <mpify/std_types.hpp>
-
+//
+// Which types can be written is up to Boost.Serialization: <mpify/std_types.hpp> (part
+// of <mpify/mpify.hpp>) adds the standard containers, tuple, optional and variant.
 #include <mpify/export.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 
-#include <algorithm>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -17,28 +17,15 @@
 namespace mpify {
 namespace detail {
 
-/// Asks the kernel to back [data, data + size) with transparent huge pages.
-MPIFY_API void advise_huge_pages(void* data, std::size_t size) noexcept;
-/// Reserves `capacity` in `buffer`, backed by huge pages when it is large: first
-/// touching fresh memory is the main cost of shipping large arguments.
-MPIFY_API void reserve_large(std::string& buffer, std::size_t capacity);
-
 /// A streambuf that appends to a std::string: no ostringstream copy at the end.
-class StringSink : public std::streambuf {
+/// Defined in libmpify, which backs large blobs with memory that is cheap to fill.
+class MPIFY_API BlobSink : public std::streambuf {
 public:
-    explicit StringSink(std::string& out) : out_(out) {}
+    explicit BlobSink(std::string& out) : out_(out) {}
 
 protected:
-    int_type overflow(int_type ch) override {
-        if (!traits_type::eq_int_type(ch, traits_type::eof())) out_.push_back(static_cast<char>(ch));
-        return traits_type::not_eof(ch);
-    }
-    std::streamsize xsputn(const char* s, std::streamsize n) override {
-        const std::size_t needed = out_.size() + static_cast<std::size_t>(n);
-        if (needed > out_.capacity()) reserve_large(out_, std::max(needed, 2 * out_.capacity()));
-        out_.append(s, static_cast<std::size_t>(n));
-        return n;
-    }
+    int_type overflow(int_type ch) override;
+    std::streamsize xsputn(const char* s, std::streamsize n) override;
 
 private:
     std::string& out_;
@@ -60,7 +47,7 @@ template <class... T>
 std::string to_blob(const T&... values) {
     std::string out;
     {
-        StringSink sink(out);
+        BlobSink sink(out);
         boost::archive::binary_oarchive archive(sink, archive_flags);
         if constexpr (sizeof...(T) > 0) (archive << ... << values);
     }

@@ -1,0 +1,129 @@
+#include "call/call.hpp"
+
+#include "call/environment.hpp"
+#include "launch/start_worker.hpp"
+#include "launch/worker_host.hpp"
+#include "wire/messages.hpp"
+#include "wire/shared_arguments.hpp"
+
+#include <mpify/ranch.hpp>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <thread>
+
+namespace mpify::detail {
+namespace {
+
+// When the caller's fn threw (see mark_local_failure); 0: it has not.
+std::atomic<Clock::rep> local_failure_ticks{0};
+
+std::optional<Clock::time_point> deadline_of(const Options& options) {
+    if (options.timeout.count() <= 0) return std::nullopt;
+    return Clock::now() + options.timeout;
+}
+
+// The arguments as every worker gets them: one copy shared by every worker's outgoing
+// queue, or, when large, one sealed memfd that every worker maps.
+struct OutgoingArguments {
+    std::shared_ptr<const std::string> inline_bytes;  ///< sent after each call's metadata
+    UniqueFd shared;                                  ///< or, when valid, the worker's fd 4
+    std::uint64_t shared_size = 0;
+};
+
+OutgoingArguments prepare_arguments(std::string args, std::size_t shared_memory_threshold) {
+    OutgoingArguments out;
+    if (!args.empty() && args.size() >= shared_memory_threshold) {
+        out.shared = share_arguments(args);
+        out.shared_size = args.size();
+        out.inline_bytes = std::make_shared<const std::string>();
+    } else {
+        out.inline_bytes = std::make_shared<const std::string>(std::move(args));
+    }
+    return out;
+}
+
+}  // namespace
+
+void mark_local_failure() noexcept {
+    Clock::rep expected = 0;
+    local_failure_ticks.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+}
+
+Call::Call(const Options& options, CallPlan plan)
+    : options_(options), plan_(std::move(plan)), deadline_(deadline_of(options)), supervisor_(options, deadline_, failures_) {}
+
+void Call::start_workers(std::string args) {
+    if (worker_count() == 0) return;
+    const WorkerHost host = choose_worker_host(plan_.function, plan_.function_name);
+    const OutgoingArguments outgoing = prepare_arguments(std::move(args), options_.shared_memory_threshold);
+    std::map<std::string, std::string> variables = worker_variables(options_, plan_.n);
+    CallMeta meta;
+    meta.world_size = plan_.n;
+    meta.want_result = options_.gather;
+    meta.function = plan_.function_name;
+    meta.library = host.library;
+    meta.context_key = plan_.context_key;
+    meta.shared_args_size = outgoing.shared_size;
+    try {
+        for (int rank = 0; rank < plan_.n; ++rank) {
+            if (options_.caller_rank == rank) continue;
+            variables["LOCAL_RANK"] = std::to_string(rank);
+            meta.rank = rank;
+            StartedWorker worker = start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
+                                                outgoing.shared.get());
+            supervisor_.add(rank, std::move(worker), call_frame_head(meta, outgoing.inline_bytes->size()),
+                            outgoing.inline_bytes);
+        }
+    } catch (...) {
+        supervisor_.stop_all();
+        supervisor_.run();
+        throw;
+    }
+}
+
+void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
+    if (!options_.caller_rank) {
+        supervisor_.run();
+        return;
+    }
+    const int rank = *options_.caller_rank;
+    const ScopedEnvironment scoped(own_rank_variables(options_, rank, plan_.n));
+    std::exception_ptr error;
+    Clock::time_point error_time{};
+    local_failure_ticks = 0;
+    std::thread watcher([this] { supervisor_.run(); });
+    try {
+        own_rank();
+    } catch (...) {
+        error = std::current_exception();
+        // Stamped where fn threw, before its context unwound (ranch.hpp's with_context).
+        const Clock::rep thrown_at = local_failure_ticks.load();
+        error_time = thrown_at != 0 ? Clock::time_point(Clock::duration(thrown_at)) : Clock::now();
+        supervisor_.request_stop();
+    }
+    // The caller's rank cannot be interrupted: past the deadline, it is reported as late.
+    const bool overran_deadline = deadline_ && Clock::now() > *deadline_;
+    watcher.join();
+    if (overran_deadline) {
+        RankFailure late;
+        late.rank = rank;
+        late.kind = RankFailure::Kind::timed_out;
+        late.message = "the caller's own rank was still running when the timeout expired";
+        failures_.add(std::move(late), *deadline_);
+        failures_.mark_timed_out();
+    }
+    if (error) failures_.caller_threw(rank, error, error_time);
+}
+
+std::vector<std::string> Call::results() {
+    failures_.throw_if_failed(plan_.label);
+    std::vector<std::string> results(static_cast<std::size_t>(plan_.n));
+    if (options_.gather)
+        for (int rank = 0; rank < plan_.n; ++rank)
+            if (options_.caller_rank != rank) results[static_cast<std::size_t>(rank)] = supervisor_.take_result(rank);
+    return results;
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,46 @@
+#pragma once
+// One ranch call, in the phases the README describes: start the workers and send each
+// its call; run the caller's own rank while a supervisor watches the workers; then
+// either throw what failed (failure_log.hpp) or hand back every rank's result.
+#include "call/call_plan.hpp"
+#include "call/failure_log.hpp"
+#include "call/supervisor.hpp"
+
+#include <mpify/options.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+class Call {
+public:
+    Call(const Options& options, CallPlan plan);
+
+    /// Starts every worker and queues its call (metadata and `args`, the serialized
+    /// arguments). If one cannot start, those already started are stopped and reaped
+    /// before the error leaves.
+    void start_workers(std::string args);
+
+    /// Runs `own_rank` as the caller's rank, with its LOCAL_RANK, while the supervisor
+    /// watches the workers on another thread; without a caller rank, only watches.
+    /// Returns when every worker has been reaped.
+    void run_own_rank_and_supervise(const std::function<void()>& own_rank);
+
+    /// Throws what failed, or returns each rank's result blob, indexed by rank (empty for
+    /// the caller's rank and when results are not gathered).
+    std::vector<std::string> results();
+
+private:
+    int worker_count() const { return plan_.n - (options_.caller_rank ? 1 : 0); }
+
+    const Options& options_;
+    const CallPlan plan_;
+    const std::optional<Clock::time_point> deadline_;
+    FailureLog failures_;
+    Supervisor supervisor_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,70 @@
+#include "call/call_plan.hpp"
+
+#include "common/demangle.hpp"
+#include "launch/start_worker.hpp"
+#include "registry/function_table.hpp"
+
+#include <mpify/error.hpp>
+
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <fmt/format.h>
+
+namespace mpify::detail {
+namespace {
+
+std::string unregistered_message(const void* address) {
+    Dl_info info{};
+    std::string name = "the function";
+    if (::dladdr(address, &info) != 0 && info.dli_sname != nullptr)
+        name = "'" + demangle(info.dli_sname) + "'";
+    return fmt::format(
+        "mpify: {} is not registered, so other processes cannot find it. Add "
+        "MPIFY_REGISTER(<its name>); at namespace scope next to its definition, in the "
+        "program or shared library that defines it.", name);
+}
+
+void check_options(const Options& options, int n, const std::string& label) {
+    if (n < 1)
+        throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", label, n));
+    if (options.caller_rank && (*options.caller_rank < 0 || *options.caller_rank >= n))
+        throw UsageError(fmt::format(
+            "{}: caller_rank is {}, outside [0, {}); use a rank in that range, or "
+            "std::nullopt for a caller that only waits", label, *options.caller_rank, n));
+    if (options.timeout.count() < 0)
+        throw UsageError(fmt::format("{}: timeout is negative", label));
+    for (const auto& [name, value] : options.env)
+        if (name.empty() || name.find('=') != std::string::npos)
+            throw UsageError(fmt::format("{}: '{}' is not a valid environment variable name", label, name));
+    struct sigaction current {};
+    ::sigaction(SIGCHLD, nullptr, &current);
+    if (current.sa_handler == SIG_IGN || (current.sa_flags & SA_NOCLDWAIT))
+        throw UsageError(fmt::format(
+            "{}: SIGCHLD is ignored in this process, so the exit status of workers cannot be "
+            "read; restore its default handler (signal(SIGCHLD, SIG_DFL)) before calling ranch", label));
+}
+
+}  // namespace
+
+CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
+    CallPlan plan;
+    plan.n = n;
+    plan.function = request.function;
+    plan.context_key = request.context_key;
+    FunctionEntry entry;
+    const bool registered = find_function_by_address(request.function, entry);
+    plan.function_name = registered ? entry.name : "?";
+    plan.label = fmt::format("mpify::ranch({}, n={})", plan.function_name, n);
+    check_options(options, n, plan.label);
+    if (!registered) throw UsageError(unregistered_message(request.function));
+    if (!plan.context_key.empty() && !context_registered(plan.context_key.c_str()))
+        throw UsageError(fmt::format(
+            "{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
+            "to its definition, in the program or library the workers load",
+            plan.label, demangle(plan.context_key.c_str())));
+    plan.spawner = effective_spawner(options.spawner);
+    return plan;
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,24 @@
+#pragma once
+// What one ranch call is, found and checked before anything starts: the registered
+// function, its context, and how its workers are started.
+#include <mpify/options.hpp>
+#include <mpify/ranch.hpp>
+
+#include <string>
+
+namespace mpify::detail {
+
+struct CallPlan {
+    int n = 1;                      ///< ranks in the call
+    const void* function = nullptr; ///< address of the registered function
+    std::string function_name;      ///< its registered name
+    std::string context_key;        ///< typeid name of the context, empty for none
+    std::string label;              ///< "mpify::ranch(train, n=4)", the start of every message
+    Spawner spawner = Spawner::warm_template;  ///< after MPIFY_SPAWNER
+};
+
+/// Checks the options and the request and looks the function up. Throws UsageError,
+/// naming what is wrong and what to do, before anything is spawned.
+CallPlan plan_call(const Options& options, int n, const CallRequest& request);
+
+}  // namespace mpify::detail

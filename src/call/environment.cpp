@@ -1,0 +1,59 @@
+#include "call/environment.hpp"
+
+#include "worker/process_contract.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace mpify::detail {
+
+std::map<std::string, std::string> worker_variables(const Options& options, int n) {
+    std::map<std::string, std::string> variables = options.env;
+    // Large blocks from malloc on transparent huge pages: fresh tensors and argument
+    // buffers then cost a tenth to fault in (wire/large_buffers.hpp). The user's own
+    // GLIBC_TUNABLES, from the environment or Options::env, wins.
+    if (variables.count("GLIBC_TUNABLES") == 0 && std::getenv("GLIBC_TUNABLES") == nullptr)
+        variables["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1";
+    variables["LOCAL_WORLD_SIZE"] = std::to_string(n);
+    variables[worker_env_var] = std::to_string(worker_channel_fd);
+    return variables;
+}
+
+std::map<std::string, std::string> own_rank_variables(const Options& options, int rank, int n) {
+    std::map<std::string, std::string> variables = options.env;
+    variables["LOCAL_RANK"] = std::to_string(rank);
+    variables["LOCAL_WORLD_SIZE"] = std::to_string(n);
+    return variables;
+}
+
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides) {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+        const char* eq = std::strchr(*e, '=');
+        const std::string name = eq ? std::string(*e, static_cast<std::size_t>(eq - *e)) : std::string(*e);
+        if (overrides.count(name) == 0) env.emplace_back(*e);
+    }
+    for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+    return env;
+}
+
+ScopedEnvironment::ScopedEnvironment(const std::map<std::string, std::string>& values) {
+    for (const auto& [name, value] : values) {
+        const char* old = std::getenv(name.c_str());
+        saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+        ::setenv(name.c_str(), value.c_str(), 1);
+    }
+}
+
+ScopedEnvironment::~ScopedEnvironment() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+        if (it->second)
+            ::setenv(it->first.c_str(), it->second->c_str(), 1);
+        else
+            ::unsetenv(it->first.c_str());
+    }
+}
+
+}  // namespace mpify::detail

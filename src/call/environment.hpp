@@ -1,0 +1,37 @@
+#pragma once
+// Environment handling: the workers' environment, and the caller's own, changed for
+// the duration of its rank and restored afterwards.
+#include <mpify/options.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// What every worker of an n-rank call adds to the caller's environment: Options::env,
+/// LOCAL_WORLD_SIZE, the mark of a worker (worker/process_contract.hpp), and malloc on
+/// huge pages unless the user chose GLIBC_TUNABLES. LOCAL_RANK is each worker's own.
+std::map<std::string, std::string> worker_variables(const Options& options, int n);
+
+/// What the caller's own rank sees while its fn runs: Options::env, LOCAL_RANK, LOCAL_WORLD_SIZE.
+std::map<std::string, std::string> own_rank_variables(const Options& options, int rank, int n);
+
+/// The caller's environment with `overrides` applied, as "NAME=value" entries.
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides);
+
+/// Sets variables in this process and puts the previous values (or absence) back on
+/// destruction.
+class ScopedEnvironment {
+public:
+    explicit ScopedEnvironment(const std::map<std::string, std::string>& values);
+    ~ScopedEnvironment();
+    ScopedEnvironment(const ScopedEnvironment&) = delete;
+    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+private:
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,42 @@
+#include "call/failure_log.hpp"
+
+#include "common/demangle.hpp"
+
+#include <algorithm>
+
+namespace mpify::detail {
+
+void FailureLog::add(RankFailure failure, Clock::time_point when) { failures_.push_back({std::move(failure), when}); }
+
+void FailureLog::caller_threw(int rank, std::exception_ptr error, Clock::time_point when) {
+    caller_rank_ = rank;
+    caller_error_ = std::move(error);
+    caller_error_time_ = when;
+}
+
+void FailureLog::throw_if_failed(const std::string& label) {
+    if (caller_error_) {
+        const bool other_failed_first = std::any_of(failures_.begin(), failures_.end(), [&](const Timed& f) {
+            return f.when <= caller_error_time_;
+        });
+        if (!other_failed_first && !timed_out_) std::rethrow_exception(caller_error_);
+        RankFailure f;
+        f.rank = caller_rank_;
+        f.kind = RankFailure::Kind::threw;
+        try {
+            std::rethrow_exception(caller_error_);
+        } catch (...) {
+            f.exception_type = current_exception_type();
+            f.message = current_exception_message();
+        }
+        add(std::move(f), caller_error_time_);
+    }
+    if (failures_.empty()) return;
+    std::stable_sort(failures_.begin(), failures_.end(), [](const Timed& a, const Timed& b) { return a.when < b.when; });
+    std::vector<RankFailure> ordered;
+    for (Timed& t : failures_) ordered.push_back(std::move(t.failure));
+    if (timed_out_) throw TimeoutError(label, std::move(ordered));
+    throw WorkerError(label, std::move(ordered));
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,47 @@
+#pragma once
+// The failures of one call and the rule that orders them: which one is the cause, and
+// what ranch throws.
+//
+// Every failure carries when it happened (a worker stamps the moment fn threw, not when
+// the caller read it). The first is the cause; later ones are usually its consequences
+// (a collective broken by a dead peer). The caller's own exception is special: if it came
+// first, and the call did not time out, it propagates unchanged, as if fn had run alone;
+// otherwise it is listed, at its time, among the others.
+#include <mpify/error.hpp>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+using Clock = std::chrono::steady_clock;
+
+class FailureLog {
+public:
+    /// A rank failed at `when`.
+    void add(RankFailure failure, Clock::time_point when);
+    /// The call's timeout expired: ranch throws TimeoutError.
+    void mark_timed_out() { timed_out_ = true; }
+    bool timed_out() const { return timed_out_; }
+    /// The caller's own rank threw `error` at `when`.
+    void caller_threw(int rank, std::exception_ptr error, Clock::time_point when);
+
+    /// Throws what the call failed with, by the rule above; returns if nothing failed.
+    void throw_if_failed(const std::string& label);
+
+private:
+    struct Timed {
+        RankFailure failure;
+        Clock::time_point when;
+    };
+    std::vector<Timed> failures_;
+    bool timed_out_ = false;
+    std::exception_ptr caller_error_;
+    int caller_rank_ = 0;
+    Clock::time_point caller_error_time_{};
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,46 @@
+#include "call/output_relay.hpp"
+
+#include <iostream>
+#include <utility>
+
+namespace mpify::detail {
+namespace {
+constexpr std::size_t tail_lines = 20;
+// A "line" that never ends (a progress bar redrawn with \r) is relayed in pieces.
+constexpr std::size_t max_line = 64 * 1024;
+}  // namespace
+
+OutputRelay::OutputRelay(const Options& options, int rank, Stream stream)
+    : options_(options), rank_(rank), stream_(stream) {}
+
+void OutputRelay::feed(const char* data, std::size_t size) {
+    partial_.append(data, size);
+    std::size_t start = 0;
+    for (std::size_t newline; (newline = partial_.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+        emit(partial_.substr(start, newline - start));
+    }
+    partial_.erase(0, start);
+    if (partial_.size() >= max_line) emit(std::exchange(partial_, {}));
+}
+
+void OutputRelay::finish() {
+    if (!partial_.empty()) emit(std::exchange(partial_, {}));
+}
+
+void OutputRelay::emit(std::string line) {
+    if (options_.relay == Relay::lines) {
+        if (options_.on_output) {
+            options_.on_output(rank_, stream_, line);
+        } else {
+            std::ostream& os = stream_ == Stream::out ? std::cout : std::cerr;
+            os << "[rank " << rank_ << "] " << line << '\n' << std::flush;
+        }
+    }
+    if (stream_ == Stream::err) {
+        tail_.push_back(std::move(line));
+        if (tail_.size() > tail_lines) tail_.pop_front();
+    }
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,34 @@
+// run_ranch: the one compiled entry point behind the mpify::ranch templates.
+#include "call/call.hpp"
+#include "call/call_plan.hpp"
+
+#include <mpify/error.hpp>
+#include <mpify/ranch.hpp>
+
+#include <fmt/format.h>
+#include <mutex>
+
+namespace mpify::detail {
+namespace {
+
+// One ranch at a time per process: LOCAL_RANK and friends are process-wide.
+std::mutex ranch_in_progress;
+
+}  // namespace
+
+std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
+                                   const std::function<void()>& local_call) {
+    CallPlan plan = plan_call(options, n, request);
+    std::unique_lock one_call_at_a_time(ranch_in_progress, std::try_to_lock);
+    if (!one_call_at_a_time.owns_lock())
+        throw UsageError(fmt::format(
+            "{}: another mpify::ranch is already running in this process; ranch calls cannot "
+            "be nested or run concurrently (LOCAL_RANK is process-wide)", plan.label));
+
+    Call call(options, std::move(plan));
+    call.start_workers(std::move(request.args));
+    call.run_own_rank_and_supervise(local_call);
+    return call.results();
+}
+
+}  // namespace mpify::detail

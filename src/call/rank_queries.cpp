@@ -1,0 +1,18 @@
+// mpify::local_rank and local_world_size: this process's place in the current call.
+#include "common/environment_number.hpp"
+
+#include <mpify/process.hpp>
+
+namespace mpify {
+
+// Queries that must not throw: a malformed value (set by hand, or by another launcher)
+// reads as if the variable were unset.
+int local_rank() {
+    return static_cast<int>(detail::environment_number("LOCAL_RANK", 0, detail::Malformed::use_fallback));
+}
+
+int local_world_size() {
+    return static_cast<int>(detail::environment_number("LOCAL_WORLD_SIZE", 1, detail::Malformed::use_fallback));
+}
+
+}  // namespace mpify

@@ -1,0 +1,319 @@
+#include "call/supervisor.hpp"
+
+#include "common/posix.hpp"
+#include "wire/messages.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fmt/format.h>
+#include <system_error>
+
+namespace mpify::detail {
+
+struct Supervisor::Worker {
+    int rank;
+    ChildProcess process;
+    UniqueFd channel, out, err;
+    std::string call_head;
+    std::shared_ptr<const std::string> args;
+    std::size_t sent = 0;  // bytes of head + args written so far
+    FrameParser frames;
+    OutputRelay out_relay, err_relay;
+    std::optional<std::string> result;
+    bool failed = false;   // a failure for this rank is recorded already
+    bool exited = false;   // reaped
+    std::optional<Clock::time_point> kill_at;  // SIGTERM sent; SIGKILL due then
+    bool stopped_by_us = false;
+
+    Worker(const Options& options, int r)
+        : rank(r), out_relay(options, r, Stream::out), err_relay(options, r, Stream::err) {}
+    std::size_t total() const { return call_head.size() + args->size(); }
+};
+
+namespace {
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+int millis_until(Clock::time_point t) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+    return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
+}
+
+}  // namespace
+
+Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures)
+    : options_(options), deadline_(deadline), failures_(failures), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+Supervisor::~Supervisor() {
+    for (auto& w : workers_) {
+        if (!w->exited) kill_and_reap(w->process.pid);
+    }
+}
+
+void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args) {
+    auto w = std::make_unique<Worker>(options_, rank);
+    w->process = std::move(started.process);
+    w->channel = std::move(started.channel);
+    w->out = std::move(started.out);
+    w->err = std::move(started.err);
+    w->call_head = std::move(call_head);
+    w->args = std::move(args);
+    for (const UniqueFd* fd : {&w->channel, &w->out, &w->err})
+        if (*fd) set_nonblocking(fd->get());
+    workers_.push_back(std::move(w));
+}
+
+void Supervisor::request_stop() noexcept {
+    const std::uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
+}
+
+std::string Supervisor::take_result(int rank) {
+    for (auto& w : workers_)
+        if (w->rank == rank && w->result) return std::move(*w->result);
+    return {};
+}
+
+void Supervisor::run() noexcept {
+    try {
+        while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited; }))
+            poll_once();
+    } catch (...) {
+        // Out of memory or the like: make sure nothing survives, the destructor reaps.
+        for (auto& w : workers_)
+            if (!w->exited) ::kill(w->process.pid, SIGKILL);
+    }
+}
+
+void Supervisor::poll_once() {
+    struct Watch {
+        Worker* worker;
+        enum What { pid, channel, out, err } what;
+    };
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
+    std::vector<Watch> watches{{nullptr, Watch::pid}};
+    auto watch = [&](Worker& w, Watch::What what, int fd, short events) {
+        fds.push_back({fd, events, 0});
+        watches.push_back({&w, what});
+    };
+    for (auto& w : workers_) {
+        if (w->exited) continue;
+        watch(*w, Watch::pid, w->process.pidfd.get(), POLLIN);
+        if (w->channel)
+            watch(*w, Watch::channel, w->channel.get(), POLLIN | (w->sent < w->total() ? POLLOUT : 0));
+        if (w->out) watch(*w, Watch::out, w->out.get(), POLLIN);
+        if (w->err) watch(*w, Watch::err, w->err.get(), POLLIN);
+    }
+
+    int timeout = -1;
+    auto sooner = [&](Clock::time_point t) {
+        const int ms = millis_until(t);
+        timeout = timeout < 0 ? ms : std::min(timeout, ms);
+    };
+    if (deadline_ && !failures_.timed_out()) sooner(*deadline_);
+    for (auto& w : workers_)
+        if (!w->exited && w->kill_at) sooner(*w->kill_at);
+
+    const int ready = ::poll(fds.data(), fds.size(), timeout);
+    if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
+
+    if (ready > 0) {
+        if (fds[0].revents & POLLIN) {
+            std::uint64_t count;
+            (void)!::read(wake_.get(), &count, sizeof count);
+            stop_all();
+        }
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if (fds[i].revents == 0) continue;
+            Worker& w = *watches[i].worker;
+            if (w.exited) continue;
+            switch (watches[i].what) {
+                case Watch::pid: reap(w); break;
+                case Watch::channel:
+                    if (fds[i].revents & POLLOUT) write_channel(w);
+                    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_channel(w);
+                    break;
+                case Watch::out: read_stream(w, Stream::out); break;
+                case Watch::err: read_stream(w, Stream::err); break;
+            }
+        }
+    }
+    if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
+    escalate();
+}
+
+void Supervisor::read_stream(Worker& w, Stream stream) {
+    UniqueFd& fd = stream == Stream::out ? w.out : w.err;
+    OutputRelay& relay = stream == Stream::out ? w.out_relay : w.err_relay;
+    char buffer[64 * 1024];
+    while (fd) {
+        const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
+        if (got.kind == ReadResult::bytes) {
+            relay.feed(buffer, got.size);
+            continue;
+        }
+        if (got.kind == ReadResult::would_block) return;
+        relay.finish();  // end of stream (or an error: nothing more will come)
+        fd.reset();
+    }
+}
+
+void Supervisor::read_channel(Worker& w) {
+    std::string& buffer = channel_buffer_;
+    while (w.channel) {
+        const ReadResult got = read_some(w.channel.get(), buffer.data(), buffer.size());
+        if (got.kind == ReadResult::bytes) {
+            w.frames.append(buffer.data(), got.size);
+            Frame frame;
+            while (w.channel && w.frames.next(frame)) handle_frame(w, frame);
+            continue;
+        }
+        if (got.kind == ReadResult::would_block) return;
+        w.channel.reset();  // the worker closed its end: it is exiting
+    }
+}
+
+void Supervisor::write_channel(Worker& w) {
+    while (w.channel && w.sent < w.total()) {
+        const bool in_head = w.sent < w.call_head.size();
+        const char* data = in_head ? w.call_head.data() + w.sent
+                                   : w.args->data() + (w.sent - w.call_head.size());
+        const std::size_t size = in_head ? w.call_head.size() - w.sent : w.total() - w.sent;
+        const ssize_t n =
+            retry_on_eintr([&] { return ::send(w.channel.get(), data, size, MSG_NOSIGNAL | MSG_DONTWAIT); });
+        if (n > 0) {
+            w.sent += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) return;
+        w.sent = w.total();  // the worker is gone; its exit tells what happened
+    }
+    if (w.sent == w.total()) {
+        // The call is delivered: let go of the arguments (they may be large).
+        w.args = std::make_shared<const std::string>();
+        w.call_head.clear();
+        w.sent = 0;
+    }
+}
+
+void Supervisor::handle_frame(Worker& w, Frame& frame) {
+    if (frame.type == FrameType::result && !w.result && !w.failed) {
+        w.result = std::move(frame.payload);
+        return;
+    }
+    RankFailure failure;
+    failure.rank = w.rank;
+    std::optional<Clock::time_point> when;
+    if (frame.type == FrameType::failure) {
+        try {
+            const FailureInfo info = decode_failure(frame.payload);
+            failure.kind = RankFailure::Kind::threw;
+            failure.exception_type = info.type;
+            failure.message = info.what;
+            // When fn threw in the worker, not when we read it: decides which failure
+            // came first when the caller's own rank failed as well.
+            when = Clock::time_point(std::chrono::nanoseconds(info.when_ns));
+        } catch (const std::exception& e) {
+            failure.kind = RankFailure::Kind::protocol;
+            failure.message = e.what();
+        }
+    } else {
+        failure.kind = RankFailure::Kind::protocol;
+        failure.message = fmt::format("sent an unexpected message (type {}) on mpify's channel",
+                                      static_cast<int>(frame.type));
+    }
+    fail(w, std::move(failure), when);
+}
+
+void Supervisor::reap(Worker& w) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG) != 0) return;
+    if (info.si_pid == 0) return;  // not yet
+    w.exited = true;
+    // Whatever the worker wrote before it exited is already buffered: take it all.
+    read_channel(w);
+    read_stream(w, Stream::out);
+    read_stream(w, Stream::err);
+    w.channel.reset();
+    w.out.reset();
+    w.err.reset();
+    w.process.pidfd.reset();
+
+    const bool clean_exit = info.si_code == CLD_EXITED && info.si_status == 0;
+    if (w.failed || (w.result && clean_exit)) return;
+    if (w.stopped_by_us) return;  // stopped because of another rank: not a failure of its own
+
+    RankFailure failure;
+    failure.rank = w.rank;
+    failure.stderr_tail = w.err_relay.tail();
+    if (info.si_code == CLD_EXITED) {
+        failure.kind = RankFailure::Kind::exited;
+        failure.exit_code = info.si_status;
+        failure.message = w.result ? "after sending its result"
+                                   : (info.si_status == 0 ? "before returning a result (did fn call exit()?)"
+                                                          : "before returning a result");
+    } else {
+        failure.kind = RankFailure::Kind::signaled;
+        failure.signal = info.si_status;
+        if (w.result) failure.message = "after sending its result";
+    }
+    fail(w, std::move(failure));
+}
+
+void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
+    w.failed = true;
+    failures_.add(std::move(failure), when.value_or(Clock::now()));
+    stop_all();  // one rank failed: the others cannot finish a collective job
+}
+
+void Supervisor::stop(Worker& w) {
+    if (w.exited || w.kill_at) return;
+    w.stopped_by_us = true;
+    if (options_.stop_grace.count() <= 0) {
+        ::kill(w.process.pid, SIGKILL);
+        w.kill_at = Clock::now();
+    } else {
+        ::kill(w.process.pid, SIGTERM);
+        w.kill_at = Clock::now() + options_.stop_grace;
+    }
+}
+
+void Supervisor::stop_all() {
+    for (auto& w : workers_) stop(*w);
+}
+
+void Supervisor::on_deadline() {
+    failures_.mark_timed_out();
+    for (auto& w : workers_) {
+        if (w->exited || w->failed || w->result) continue;
+        RankFailure failure;
+        failure.rank = w->rank;
+        failure.kind = RankFailure::Kind::timed_out;
+        failure.message = "still running when the timeout expired";
+        w->failed = true;
+        failures_.add(std::move(failure), Clock::now());
+    }
+    stop_all();
+}
+
+void Supervisor::escalate() {
+    const auto now = Clock::now();
+    for (auto& w : workers_) {
+        if (!w->exited && w->kill_at && now >= *w->kill_at) {
+            ::kill(w->process.pid, SIGKILL);
+            w->kill_at = now + std::chrono::hours(24);  // sent; only the reap remains
+        }
+    }
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,69 @@
+#pragma once
+// Watches the workers of one ranch call until every one has been reaped: sends each its
+// call, relays its output, collects its result or failure, notices its exit, and stops
+// the others at the first failure, at a timeout, or when the caller's own rank failed.
+//
+// One poll loop over every fd (pidfds included, so no SIGCHLD handler and no waitpid on
+// children that are not ours); run() may run on its own thread while the caller's rank
+// computes: request_stop() is the only call that is safe from another thread.
+#include "call/failure_log.hpp"
+#include "call/output_relay.hpp"
+#include "common/unique_fd.hpp"
+#include "launch/start_worker.hpp"
+#include "wire/frames.hpp"
+
+#include <mpify/options.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+class Supervisor {
+public:
+    /// `deadline`: when to give up (nullopt: never). Failures go to `failures`.
+    Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures);
+    ~Supervisor();  // kills and reaps anything still running: nothing outlives a ranch
+    Supervisor(const Supervisor&) = delete;
+    Supervisor& operator=(const Supervisor&) = delete;
+
+    /// Takes charge of a started worker; run() sends it `call_head` then `args`.
+    void add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args);
+
+    /// Supervises until every worker has exited and been reaped. Does not throw.
+    void run() noexcept;
+
+    /// Thread-safe: stop every worker (the caller's rank failed); run() still reaps them.
+    void request_stop() noexcept;
+
+    /// Stops every worker now (SIGTERM, SIGKILL after the grace). Not thread-safe.
+    void stop_all();
+
+    /// The result blob a rank sent (moved out).
+    std::string take_result(int rank);
+
+private:
+    struct Worker;
+    void poll_once();
+    void read_stream(Worker& w, Stream stream);
+    void read_channel(Worker& w);
+    void write_channel(Worker& w);
+    void handle_frame(Worker& w, Frame& frame);
+    void reap(Worker& w);
+    /// Records a failure (seen now, unless the worker said when) and stops the others.
+    void fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when = std::nullopt);
+    void stop(Worker& w);
+    void on_deadline();
+    void escalate();
+
+    const Options& options_;
+    std::optional<Clock::time_point> deadline_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    FailureLog& failures_;
+    UniqueFd wake_;  // eventfd written by request_stop()
+    std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,22 @@
+#include "common/environment_number.hpp"
+
+#include <mpify/error.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace mpify::detail {
+
+long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end == '\0' && errno == 0) return value;
+    if (on_malformed == Malformed::use_fallback) return fallback;
+    throw UsageError(fmt::format("{}: {}='{}' is not a whole number", who, name, text));
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,91 @@
+#include "common/posix.hpp"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <stdexcept>
+#include <system_error>
+
+namespace mpify::detail {
+
+Pipe make_pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "mpify: pipe2");
+    return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+UniqueFd open_dev_null(int flags) {
+    UniqueFd fd(retry_on_eintr([&] { return ::open("/dev/null", flags | O_CLOEXEC); }));
+    if (!fd) throw std::system_error(errno, std::generic_category(), "mpify: opening /dev/null");
+    return fd;
+}
+
+CStringArray::CStringArray(const std::vector<std::string>& strings) {
+    pointers_.reserve(strings.size() + 1);
+    for (const std::string& s : strings) pointers_.push_back(const_cast<char*>(s.c_str()));
+    pointers_.push_back(nullptr);
+}
+
+ReadResult read_some(int fd, char* data, std::size_t size) noexcept {
+    const ssize_t n = retry_on_eintr([&] { return ::read(fd, data, size); });
+    if (n > 0) return {ReadResult::bytes, static_cast<std::size_t>(n), 0};
+    if (n == 0) return {ReadResult::end_of_file, 0, 0};
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return {ReadResult::would_block, 0, 0};
+    return {ReadResult::error, 0, errno};
+}
+
+void write_all(int fd, const char* data, std::size_t size, const char* what) {
+    bool socket = true;  // until the kernel says otherwise
+    while (size > 0) {
+        const ssize_t n = retry_on_eintr([&] {
+            return socket ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size);
+        });
+        if (n < 0 && socket && errno == ENOTSOCK) {
+            socket = false;
+            continue;
+        }
+        if (n < 0) throw std::system_error(errno, std::generic_category(), what);
+        if (n == 0) throw std::system_error(EIO, std::generic_category(), what);  // would loop for ever
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+bool read_exact(int fd, char* data, std::size_t size, const char* what) {
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = retry_on_eintr([&] { return ::read(fd, data + done, size - done); });
+        if (n < 0) throw std::system_error(errno, std::generic_category(), what);
+        if (n == 0) {
+            if (done == 0) return false;
+            throw std::runtime_error(fmt::format("{}: the stream ended in the middle of a message", what));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+bool wait_for_child(pid_t pid, siginfo_t* info) noexcept {
+    siginfo_t ignored{};
+    return retry_on_eintr([&] {
+               return ::waitid(P_PID, static_cast<id_t>(pid), info ? info : &ignored, WEXITED);
+           }) == 0;
+}
+
+void kill_and_reap(pid_t pid) noexcept {
+    ::kill(pid, SIGKILL);
+    wait_for_child(pid);
+}
+
+std::string signal_description(int signal) {
+    const char* abbrev = ::sigabbrev_np(signal);
+    const char* text = ::strsignal(signal);
+    if (abbrev == nullptr) return fmt::format("signal {}", signal);
+    return fmt::format("SIG{} ({})", abbrev, text ? text : "unknown");
+}
+
+}  // namespace mpify::detail

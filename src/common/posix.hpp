@@ -1,0 +1,81 @@
+#pragma once
+// The POSIX patterns mpify needs, each written once: retrying a call that a signal
+// interrupted, making pipes, opening /dev/null, argv/envp arrays, reading "what there is"
+// from a non-blocking fd, writing everything, and waiting for a child to be reaped.
+//
+// Functions that can fail throw std::system_error carrying errno; callers that must
+// report a SpawnError or the like catch and rephrase it with what they were doing.
+#include "common/unique_fd.hpp"
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// Calls `call()` again while it fails with EINTR; returns its last result. For calls
+/// that report failure as -1 with errno (read, write, poll, waitid, sendmsg, ...).
+template <class Call>
+auto retry_on_eintr(Call call) {
+    for (;;) {
+        auto result = call();
+        if (!(result < 0 && errno == EINTR)) return result;
+    }
+}
+
+/// Both ends of a pipe, close-on-exec.
+struct Pipe {
+    UniqueFd read_end;
+    UniqueFd write_end;
+};
+/// Throws std::system_error.
+Pipe make_pipe();
+
+/// /dev/null opened with `flags` (O_RDONLY, O_WRONLY...) and O_CLOEXEC. Throws std::system_error.
+UniqueFd open_dev_null(int flags);
+
+/// A null-terminated char* array over strings (argv, envp), valid while `strings` lives
+/// and is not changed. Built before a fork: the child must not allocate.
+class CStringArray {
+public:
+    explicit CStringArray(const std::vector<std::string>& strings);
+    char* const* data() const { return pointers_.data(); }
+    char** data() { return pointers_.data(); }
+
+private:
+    std::vector<char*> pointers_;
+};
+
+/// What one read from a non-blocking fd found.
+struct ReadResult {
+    enum Kind { bytes, would_block, end_of_file, error } kind;
+    std::size_t size = 0;  ///< with `bytes`: how many were read
+    int error_number = 0;  ///< with `error`: errno
+};
+/// One read of at most `size` bytes, retried on EINTR.
+ReadResult read_some(int fd, char* data, std::size_t size) noexcept;
+
+/// Writes all `size` bytes (blocking fd), retrying on EINTR and short writes. Sockets
+/// are written with MSG_NOSIGNAL: a peer that is gone is an EPIPE error, never SIGPIPE.
+/// Throws std::system_error with `what` as its context.
+void write_all(int fd, const char* data, std::size_t size, const char* what);
+
+/// Reads exactly `size` bytes (blocking fd). False on end of file before the first byte;
+/// throws std::runtime_error on end of file in the middle, std::system_error on errors.
+bool read_exact(int fd, char* data, std::size_t size, const char* what);
+
+/// Waits until the child `pid` has ended and reaps it; its waitid status goes to `info`
+/// when given. Retried on EINTR; false if it is not (or no longer) our child.
+bool wait_for_child(pid_t pid, siginfo_t* info = nullptr) noexcept;
+
+/// Sends SIGKILL to a child of this process and waits until it is reaped.
+void kill_and_reap(pid_t pid) noexcept;
+
+/// "SIGSEGV (Segmentation fault)", or "signal 77" for a number without a name.
+std::string signal_description(int signal);
+
+}  // namespace mpify::detail

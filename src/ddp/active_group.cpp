@@ -1,0 +1,71 @@
+#include "ddp/active_group.hpp"
+
+#include "call/environment.hpp"
+#include "ddp/open_group.hpp"
+
+#include <mpify/error.hpp>
+
+#include <fmt/format.h>
+#include <mutex>
+
+namespace mpify::detail {
+namespace {
+
+std::mutex active_mutex;
+std::unique_ptr<ProcessGroupState> active;  // guarded by active_mutex
+// Claimed before a group opens, so a second guard fails before joining anything.
+bool claimed = false;                       // guarded by active_mutex
+
+}  // namespace
+
+ProcessGroupState::~ProcessGroupState() {
+    group.reset();  // joins Gloo's threads before the store they talk through goes
+    store.reset();
+}
+
+const ProcessGroupState& open_active_group(const DdpSettings& settings) {
+    {
+        std::lock_guard lock(active_mutex);
+        if (claimed)
+            throw UsageError("mpify::DdpGuard: another DdpGuard is active in this process; guards cannot be "
+                             "nested or used from two threads at once. Let the first one end first.");
+        claimed = true;
+    }
+    std::unique_ptr<ProcessGroupState> opened;
+    try {
+        opened = open_group(settings);
+    } catch (...) {
+        std::lock_guard lock(active_mutex);
+        claimed = false;
+        throw;
+    }
+    std::lock_guard lock(active_mutex);
+    active = std::move(opened);
+    return *active;
+}
+
+void close_active_group() noexcept {
+    std::unique_ptr<ProcessGroupState> closing;
+    {
+        std::lock_guard lock(active_mutex);
+        closing = std::move(active);
+    }
+    closing.reset();  // outside the lock: it joins Gloo's threads
+    std::lock_guard lock(active_mutex);
+    claimed = false;
+}
+
+bool group_is_active() {
+    std::lock_guard lock(active_mutex);
+    return active != nullptr;
+}
+
+const ProcessGroupState& active_group(const char* caller) {
+    std::lock_guard lock(active_mutex);
+    if (active == nullptr)
+        throw UsageError(fmt::format("{}: no mpify::DdpGuard is active in this process; call it inside a function "
+                                     "run by mpify::in_ddp, or inside a DdpGuard scope", caller));
+    return *active;
+}
+
+}  // namespace mpify::detail

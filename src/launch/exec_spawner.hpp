@@ -1,0 +1,13 @@
+#pragma once
+// The exec spawner: a worker (or a warm template) as a new program image, fork + exec.
+#include "launch/child_process.hpp"
+
+namespace mpify::detail {
+
+/// Starts the child: its stdin is /dev/null, fds 1-4 are as `spec` gives them, every
+/// other fd is closed at exec, its signal mask is cleared and (unless told otherwise) it
+/// gets SIGKILL when the calling thread dies. Returns once exec has succeeded; throws
+/// SpawnError (naming the executable and errno) if it did not.
+ChildProcess spawn_by_exec(const LaunchSpec& spec);
+
+}  // namespace mpify::detail

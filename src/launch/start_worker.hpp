@@ -1,0 +1,33 @@
+#pragma once
+// Starting one worker of a call: its channel and output pipes, then the process itself,
+// forked from the warm template of its program or exec'd (see Spawner in options.hpp).
+// Whenever the template cannot, the worker is exec'd instead and the reason is logged
+// once to stderr.
+#include "launch/child_process.hpp"
+#include "launch/worker_host.hpp"
+
+#include <mpify/options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// The spawner a call uses: MPIFY_SPAWNER when set ("exec" or "template"), else
+/// `requested`. Throws UsageError for any other value of MPIFY_SPAWNER.
+Spawner effective_spawner(Spawner requested);
+
+/// A started worker and the caller's ends of its fds.
+struct StartedWorker {
+    ChildProcess process;
+    UniqueFd channel;  ///< the caller's end of the worker's channel
+    UniqueFd out;      ///< its stdout, with Relay::lines
+    UniqueFd err;      ///< its stderr, unless Relay::inherit
+};
+
+/// Starts a worker of `host` with environment `env` (the whole of it), its output as
+/// `relay` says, and `shared_args_fd` (or -1) as its fd 4. Throws SpawnError.
+StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
+                           int shared_args_fd);
+
+}  // namespace mpify::detail

@@ -1,0 +1,28 @@
+#pragma once
+// How a fresh process comes to hold the function: the two worker hosts (README,
+// "Where a worker comes from").
+//
+//  - program host: the function is in the main executable; the worker is
+//    /proc/self/exe, whose mpify::init() serves the call.
+//  - library host: the function is in a shared library (always so in an interpreter);
+//    the worker is mpify-worker, which loads that library and serves the call.
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+struct WorkerHost {
+    std::string executable;         ///< what to exec
+    std::vector<std::string> argv;  ///< its argv
+    std::string library;            ///< for the library host: what the worker loads
+};
+
+/// Chooses the host for the registered function at `address`, named `name` in messages.
+/// Throws UsageError when no host can run it (interpreter memory, missing mpify::init)
+/// and SpawnError when mpify-worker cannot be found.
+WorkerHost choose_worker_host(const void* address, const std::string& name);
+
+/// Records that mpify::init ran in this process.
+void mark_initialized() noexcept;
+
+}  // namespace mpify::detail

@@ -1,0 +1,177 @@
+// load_source: compile a file into a shared library the way mpify's users are
+// compiled, keep it in a cache keyed by content, load it.
+#include "common/object_locator.hpp"
+#include "common/posix.hpp"
+#include "load_source/build_flags.hpp"
+
+#include <mpify/load_source.hpp>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+extern char** environ;
+
+namespace mpify {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// FNV-1a, 64 bits: stable across runs and machines (std::hash is neither promised).
+class Fingerprint {
+public:
+    void add(const std::string& text) {
+        for (unsigned char c : text) hash_ = (hash_ ^ c) * 0x100000001b3ULL;
+        hash_ = (hash_ ^ 0xff) * 0x100000001b3ULL;  // separator: ("ab","c") != ("a","bc")
+    }
+    std::string hex() const { return fmt::format("{:016x}", hash_); }
+
+private:
+    std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+fs::path cache_folder(const SourceOptions& options) {
+    if (!options.cache_dir.empty()) return options.cache_dir;
+    if (const char* dir = std::getenv("MPIFY_CACHE_DIR"); dir && *dir) return dir;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "mpify";
+    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "mpify";
+    return fs::temp_directory_path() / "mpify-cache";
+}
+
+// Installed mpify: the headers next to the library (libdir/../include); in the build
+// tree: the source tree's. The first -I wins, so the installed headers go first.
+std::vector<std::string> include_dirs(const fs::path& libmpify) {
+    const detail::BuildFlags& flags = detail::build_flags();
+    std::vector<std::string> dirs;
+    const fs::path installed = libmpify.parent_path() / flags.libdir_to_includedir;
+    if (fs::exists(installed / "mpify" / "mpify.hpp")) dirs.push_back(fs::weakly_canonical(installed).string());
+    // CMake's list repeats folders, and names the system's own (/usr/include) whose -I
+    // would reorder the compiler's search: keep each folder once, never the system's.
+    for (const std::string& dir : flags.include_dirs) {
+        if (dir.empty()) continue;
+        const std::string canonical = fs::weakly_canonical(dir).string();
+        if (canonical == "/usr/include" || canonical == "/usr/local/include") continue;
+        if (std::find(dirs.begin(), dirs.end(), canonical) == dirs.end()) dirs.push_back(canonical);
+    }
+    return dirs;
+}
+
+std::vector<std::string> compile_command(const fs::path& source, const fs::path& output, const fs::path& libmpify,
+                                         const SourceOptions& options) {
+    const detail::BuildFlags& flags = detail::build_flags();
+    std::vector<std::string> cmd{flags.compiler, "-std=c++17", "-fPIC", "-shared", "-O2"};
+    for (const std::string& dir : include_dirs(libmpify)) cmd.push_back("-I" + dir);
+    for (const std::string& d : flags.definitions)
+        if (!d.empty()) cmd.push_back("-D" + d);
+    for (const std::string& o : flags.options)
+        if (!o.empty()) cmd.push_back(o);
+    cmd.insert(cmd.end(), options.flags.begin(), options.flags.end());
+    cmd.insert(cmd.end(), {"-o", output.string(), source.string(), libmpify.string(),
+                           "-Wl,-rpath," + libmpify.parent_path().string()});
+    for (const std::string& file : flags.link_files)
+        if (!file.empty()) cmd.push_back(file);
+    cmd.insert(cmd.end(), options.libraries.begin(), options.libraries.end());
+    return cmd;
+}
+
+std::string shell_words(const std::vector<std::string>& words) {
+    std::string line;
+    for (const std::string& w : words) line += (line.empty() ? "" : " ") + w;
+    return line;
+}
+
+// Runs the compiler with its output into `log`; true if it succeeded.
+bool run(const std::vector<std::string>& cmd, const fs::path& log) {
+    const detail::UniqueFd devnull = detail::open_dev_null(O_RDONLY);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, devnull.get(), STDIN_FILENO);
+    detail::CStringArray argv(cmd);
+    pid_t pid = -1;
+    const int error = posix_spawnp(&pid, cmd[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0)
+        throw CompileError(fmt::format("mpify::load_source: cannot start the compiler {}: {}", cmd[0],
+                                       std::strerror(error)));
+    siginfo_t status{};
+    return detail::wait_for_child(pid, &status) && status.si_code == CLD_EXITED && status.si_status == 0;
+}
+
+}  // namespace
+
+std::string load_source(const std::string& path, const SourceOptions& options) {
+    const fs::path source = fs::absolute(path);
+    std::error_code ec;
+    if (!fs::is_regular_file(source, ec))
+        throw UsageError(fmt::format("mpify::load_source: no file {} (relative paths start at {})", source.string(),
+                                     fs::current_path().string()));
+    const std::string content = read_file(source);
+
+    const fs::path libmpify = detail::libmpify_path();
+    const fs::path folder = cache_folder(options) / "load_source";
+    fs::create_directories(folder, ec);
+    if (ec)
+        throw UsageError(fmt::format("mpify::load_source: cannot create the cache folder {}: {} (set "
+                                     "SourceOptions::cache_dir or MPIFY_CACHE_DIR to a writable folder)",
+                                     folder.string(), ec.message()));
+
+    // The key: what is compiled, how, and against which libmpify (a rebuilt one may
+    // have another ABI). The command itself names the output, so it is hashed without it.
+    Fingerprint key;
+    key.add(content);
+    for (const std::string& word : compile_command(source, "", libmpify, options)) key.add(word);
+    struct stat lib {};
+    if (::stat(libmpify.c_str(), &lib) == 0)
+        key.add(fmt::format("{}:{}.{}", lib.st_size, lib.st_mtim.tv_sec, lib.st_mtim.tv_nsec));
+    const fs::path library = folder / fmt::format("{}-{}.so", source.stem().string(), key.hex());
+
+    if (!fs::exists(library)) {
+        // Compile under a private name, then rename: a concurrent load_source of the same
+        // source (another notebook) sees either no library or a complete one.
+        const fs::path partial = folder / fmt::format("{}.{}.partial", library.filename().string(), ::getpid());
+        const fs::path log = folder / fmt::format("{}.{}.log", library.filename().string(), ::getpid());
+        const std::vector<std::string> cmd = compile_command(source, partial, libmpify, options);
+        if (options.verbose) std::cerr << "mpify::load_source: " << shell_words(cmd) << std::endl;
+        const bool compiled = run(cmd, log);
+        const std::string output = read_file(log);
+        fs::remove(log, ec);
+        if (!compiled) {
+            fs::remove(partial, ec);
+            throw CompileError(fmt::format("mpify::load_source: {} does not compile.\ncommand: {}\n{}",
+                                           source.string(), shell_words(cmd), output));
+        }
+        fs::rename(partial, library);
+    }
+
+    if (::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        throw Error(fmt::format("mpify::load_source: compiled {} but cannot load it: {}", source.string(),
+                                ::dlerror()));
+    return library.string();
+}
+
+}  // namespace mpify

@@ -1,0 +1,53 @@
+#pragma once
+// What a caller and its warm template say to each other, over a SOCK_SEQPACKET
+// socketpair (one message per request or reply; a worker's fds ride along as SCM_RIGHTS):
+//
+//   template -> caller, once, when it has started:  TemplateReply (ready, or why not)
+//   caller -> template, for each worker:            ForkRequest + fds (channel, stdout,
+//                                                   stderr[, arguments])
+//   template -> caller:                             TemplateReply (the worker's pid, or why not)
+//
+// The caller closing its end is the template's signal to exit.
+#include "common/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+struct ForkRequest {
+    pid_t caller = 0;              ///< the worker checks that this is its parent
+    std::string library;           ///< loaded by the template before it forks; empty: none
+    std::vector<std::string> env;  ///< the worker's whole environment, "NAME=value"
+};
+
+enum class TemplateStatus : std::uint32_t {
+    ok = 0,
+    failed = 1,         ///< this request failed (message says why); the template serves on
+    stale_library = 2,  ///< the library changed on disk since the template loaded it
+    unusable = 3,       ///< the template cannot fork safely (threads); it exits
+};
+
+struct TemplateReply {
+    TemplateStatus status = TemplateStatus::ok;
+    std::int64_t pid = -1;  ///< the worker's (the template's own in the ready message)
+    std::string message;    ///< why not, when status is not ok
+};
+
+/// Sends one request with its fds. Throws std::system_error (EMSGSIZE for a request too
+/// large to go in one message, EPIPE if the template is gone).
+void send_fork_request(int socket, const ForkRequest& request, const std::vector<int>& fds);
+/// The next request and its fds; nullopt when the caller closed its end.
+/// Throws std::runtime_error on a malformed message.
+std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd>& fds);
+
+/// Throws std::system_error if the other end is gone.
+void send_reply(int socket, const TemplateReply& reply);
+/// Throws std::system_error on I/O errors and std::runtime_error on end of stream.
+TemplateReply receive_reply(int socket);
+
+}  // namespace mpify::detail

@@ -1,0 +1,136 @@
+#include "warm_template/server.hpp"
+
+#include "common/environment_number.hpp"
+#include "common/posix.hpp"
+#include "launch/child_setup.hpp"
+#include "warm_template/fork_for_parent.hpp"
+#include "warm_template/protocol.hpp"
+#include "worker/process_contract.hpp"
+#include "worker/serve.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+
+extern char** environ;
+
+namespace mpify::detail {
+namespace {
+
+// What a library file was when the template loaded it: a rebuilt file (new inode, size
+// or time) must not be served from the old copy.
+struct FileIdentity {
+    dev_t device = 0;
+    ino_t inode = 0;
+    off_t size = 0;
+    timespec modified{};
+    bool operator==(const FileIdentity& o) const {
+        return device == o.device && inode == o.inode && size == o.size && modified.tv_sec == o.modified.tv_sec &&
+               modified.tv_nsec == o.modified.tv_nsec;
+    }
+};
+
+std::map<std::string, FileIdentity> loaded_libraries;
+
+// The process name (as ps shows it) the template had before it called itself
+// mpify-template; each worker takes it back, as an exec'd worker would have it.
+char program_name[16] = {};
+
+TemplateReply load_library(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        return {TemplateStatus::failed, -1, fmt::format("cannot find {}: {}", path, std::strerror(errno))};
+    const FileIdentity now{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
+    const auto known = loaded_libraries.find(path);
+    if (known != loaded_libraries.end()) {
+        if (known->second == now) return {};
+        return {TemplateStatus::stale_library, -1, fmt::format("{} changed on disk since the template loaded it", path)};
+    }
+    if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        return {TemplateStatus::failed, -1, fmt::format("cannot load {}: {}", path, ::dlerror())};
+    loaded_libraries.emplace(path, now);
+    return {};
+}
+
+// The refusal of a template that has more than one thread: a fork would copy only one.
+TemplateReply threaded(int threads) {
+    return {TemplateStatus::unusable, -1,
+            fmt::format("the template has {} threads (started by a static initializer of the program or of a "
+                        "library it loaded), and forking a process with threads is unsafe", threads)};
+}
+
+// In the forked worker: take the caller's fds and environment, then serve the call as an
+// exec'd worker does. Never returns.
+[[noreturn]] void become_worker(const ForkRequest& request, const std::vector<UniqueFd>& fds, int devnull) {
+    ChildSetup setup;
+    setup.sources[0] = devnull;
+    setup.sources[1] = fds[1].get();
+    setup.sources[2] = fds[2].get();
+    setup.sources[worker_channel_fd] = fds[0].get();
+    setup.sources[worker_args_fd] = fds.size() > 3 ? fds[3].get() : -1;
+    // The parent is the caller (CLONE_PARENT): die with it, unless it is already gone.
+    setup.die_with_parent = true;
+    setup.parent = request.caller;
+    setup.close_others_now = true;  // no exec will close them
+    if (set_up_worker_child(setup) != 0) ::_exit(127);
+    ::prctl(PR_SET_NAME, program_name);
+    // Points into `request`, which stays alive: this frame is never left.
+    CStringArray variables(request.env);
+    environ = variables.data();
+    serve_if_worker();
+    ::_exit(127);  // serve_if_worker returned: the environment named no channel
+}
+
+TemplateReply serve_fork_request(const ForkRequest& request, const std::vector<UniqueFd>& fds, int devnull) {
+    if (fds.size() < 3) return {TemplateStatus::failed, -1, "a fork request came without its fds"};
+    if (!request.library.empty()) {
+        TemplateReply loaded = load_library(request.library);
+        if (loaded.status != TemplateStatus::ok) return loaded;
+    }
+    if (const int threads = thread_count(); threads != 1) return threaded(threads);
+    const pid_t pid = fork_for_parent();
+    if (pid < 0) return {TemplateStatus::failed, -1, fmt::format("clone failed: {}", std::strerror(errno))};
+    if (pid == 0) become_worker(request, fds, devnull);
+    return {TemplateStatus::ok, pid, {}};
+}
+
+}  // namespace
+
+void serve_if_template() {
+    if (std::getenv(template_env_var) == nullptr) return;
+    // Set by mpify alone: a malformed value is someone's mistake, said at once.
+    const int control = static_cast<int>(environment_number(template_env_var, -1, Malformed::reject));
+    const UniqueFd devnull = open_dev_null(O_RDONLY);
+    ::prctl(PR_GET_NAME, program_name);
+    ::prctl(PR_SET_NAME, "mpify-template");
+
+    TemplateReply ready{TemplateStatus::ok, ::getpid(), {}};
+    std::string why_not;
+    if (const int threads = thread_count(); threads != 1)
+        ready = threaded(threads);
+    else if (!prepare_fork_for_parent(why_not))
+        ready = {TemplateStatus::unusable, -1, why_not};
+    try {
+        send_reply(control, ready);
+        if (ready.status != TemplateStatus::ok) ::_exit(0);
+        for (;;) {
+            std::vector<UniqueFd> fds;
+            const std::optional<ForkRequest> request = receive_fork_request(control, fds);
+            if (!request) ::_exit(0);  // the caller closed its end: it is done, or gone
+            send_reply(control, serve_fork_request(*request, fds, devnull.get()));
+        }
+    } catch (const std::exception&) {
+        ::_exit(1);  // the caller is gone mid-message, or spoke nonsense
+    }
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,117 @@
+#include "warm_template/template_pool.hpp"
+
+#include "launch/exec_spawner.hpp"
+#include "warm_template/warm_template.hpp"
+#include "worker/process_contract.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+namespace {
+
+// Variables that libraries read as they load (the loader, glibc's malloc, OpenMP, BLAS):
+// a template that started with other values would give its workers the wrong ones.
+constexpr const char* load_time_prefixes[] = {"LD_", "GLIBC_TUNABLES=", "MALLOC_", "OMP_",
+                                              "GOMP_", "KMP_", "MKL_", "OPENBLAS_"};
+
+bool read_at_load(const std::string& entry) {
+    return std::any_of(std::begin(load_time_prefixes), std::end(load_time_prefixes),
+                       [&](const char* prefix) { return entry.rfind(prefix, 0) == 0; });
+}
+
+std::string load_time_signature(const std::vector<std::string>& env) {
+    std::vector<std::string> entries;
+    std::copy_if(env.begin(), env.end(), std::back_inserter(entries), read_at_load);
+    std::sort(entries.begin(), entries.end());
+    std::string signature;
+    for (const std::string& entry : entries) signature += entry + '\n';
+    return signature;
+}
+
+// A worker's environment without what makes it one rank's worker.
+std::vector<std::string> template_environment(const std::vector<std::string>& worker_env) {
+    const std::string worker_marker = std::string(worker_env_var) + "=";
+    std::vector<std::string> env;
+    for (const std::string& entry : worker_env)
+        if (entry.rfind(worker_marker, 0) != 0 && entry.rfind("LOCAL_RANK=", 0) != 0) env.push_back(entry);
+    return env;
+}
+
+struct Templates {
+    std::mutex mutex;
+    pid_t owner = ::getpid();  // a forked copy of the caller must not use the original's templates
+    struct Slot {
+        std::unique_ptr<WarmTemplate> process;
+        std::string signature;  // load_time_signature of its environment
+    };
+    std::map<std::string, Slot> by_program;  // worker program -> its template
+    std::set<std::string> exec_only;         // worker programs that cannot have one (the reason is logged)
+    std::set<std::string> logged;
+};
+
+// Never destroyed: when the caller exits, the kernel closes the control sockets and
+// each template, seeing its socket close, exits.
+Templates& templates() {
+    static Templates* all = new Templates;
+    return *all;
+}
+
+void log_fallback(Templates& t, const std::string& program, const std::string& reason) {
+    const std::string line =
+        fmt::format("mpify: starting workers of {} by exec, not from the warm template: {}", program, reason);
+    if (t.logged.insert(line).second) std::cerr << line << std::endl;
+}
+
+}  // namespace
+
+ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec) {
+    Templates& t = templates();
+    std::lock_guard lock(t.mutex);
+    if (t.owner != ::getpid()) {
+        for (auto& [program, slot] : t.by_program)
+            if (slot.process) slot.process->abandon();
+        t.by_program.clear();
+        t.owner = ::getpid();
+    }
+    const std::string& program = host.executable;
+    if (t.exec_only.count(program) != 0) return spawn_by_exec(spec);
+
+    const std::string signature = load_time_signature(spec.env);
+    Templates::Slot& slot = t.by_program[program];
+    std::string reason;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        try {
+            if (slot.process && (!slot.process->alive() || slot.signature != signature)) slot.process.reset();
+            if (!slot.process) {
+                slot.process = std::make_unique<WarmTemplate>(host, template_environment(spec.env));
+                slot.signature = signature;
+            }
+            return slot.process->request_worker(spec, host.library);
+        } catch (const TemplateUnavailable& e) {
+            reason = e.what();
+            using Kind = TemplateUnavailable::Kind;
+            if (e.kind() == Kind::this_call) break;
+            slot.process.reset();
+            if (e.kind() == Kind::unusable) {
+                t.exec_only.insert(program);
+                break;
+            }
+            // gone or stale: a new template gets one more try
+        }
+    }
+    log_fallback(t, program, reason);
+    return spawn_by_exec(spec);
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,134 @@
+#include "warm_template/warm_template.hpp"
+
+#include "common/posix.hpp"
+#include "launch/exec_spawner.hpp"
+#include "worker/process_contract.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <system_error>
+
+namespace mpify::detail {
+namespace {
+
+// Start-up loads LibTorch: 0.7 s here, many seconds under a sanitizer or on a loaded
+// machine. A template that has not answered after this long is given up on.
+constexpr std::chrono::seconds answer_timeout{120};
+
+using Kind = TemplateUnavailable::Kind;
+
+}  // namespace
+
+WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        throw TemplateUnavailable(Kind::this_call, fmt::format("socketpair: {}", std::strerror(errno)));
+    control_.reset(pair[0]);
+    UniqueFd template_end(pair[1]);
+    UniqueFd devnull;
+    try {
+        devnull = open_dev_null(O_WRONLY);
+    } catch (const std::system_error& e) {
+        throw TemplateUnavailable(Kind::this_call, e.what());
+    }
+
+    env.push_back(fmt::format("{}={}", template_env_var, worker_channel_fd));
+    LaunchSpec spec;
+    spec.executable = host.executable;
+    spec.argv = host.argv;
+    spec.env = std::move(env);
+    spec.stdout_fd = devnull.get();  // stderr stays the caller's: the template's own troubles show there
+    spec.channel_fd = template_end.get();
+    spec.die_with_caller_thread = false;  // it ends when control_ closes, whichever thread made it
+    process_ = spawn_by_exec(spec);
+    template_end.reset();
+    try {
+        const TemplateReply ready = await_reply("to start");
+        if (ready.status != TemplateStatus::ok)
+            throw TemplateUnavailable(ready.status == TemplateStatus::unusable ? Kind::unusable : Kind::this_call,
+                                      ready.message);
+    } catch (...) {
+        stop();
+        throw;
+    }
+}
+
+WarmTemplate::~WarmTemplate() { stop(); }
+
+void WarmTemplate::stop() noexcept {
+    control_.reset();
+    if (process_.pid <= 0) return;
+    kill_and_reap(process_.pid);
+    process_.pid = -1;
+    process_.pidfd.reset();
+}
+
+void WarmTemplate::abandon() {
+    control_.reset();
+    process_.pidfd.reset();
+    process_.pid = -1;
+}
+
+bool WarmTemplate::alive() const {
+    if (process_.pid <= 0) return false;
+    pollfd exited{process_.pidfd.get(), POLLIN, 0};
+    return ::poll(&exited, 1, 0) == 0;
+}
+
+TemplateReply WarmTemplate::await_reply(const char* waiting_for) {
+    const auto deadline = std::chrono::steady_clock::now() + answer_timeout;
+    for (;;) {
+        pollfd fds[2] = {{control_.get(), POLLIN, 0}, {process_.pidfd.get(), POLLIN, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left.count(), 0)));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0)
+            throw TemplateUnavailable(Kind::gone, fmt::format("the template did not answer within {} s (waiting for it {})",
+                                                              answer_timeout.count(), waiting_for));
+        // A reply sent just before the template died is still worth reading.
+        if (ready > 0 && (fds[0].revents & POLLIN)) {
+            try {
+                return receive_reply(control_.get());
+            } catch (const std::exception& e) {
+                throw TemplateUnavailable(Kind::gone, fmt::format("the template is gone ({})", e.what()));
+            }
+        }
+        if (ready < 0 || fds[0].revents != 0 || fds[1].revents != 0)
+            throw TemplateUnavailable(Kind::gone, fmt::format("the template exited (waiting for it {})", waiting_for));
+    }
+}
+
+ChildProcess WarmTemplate::request_worker(const LaunchSpec& spec, const std::string& library) {
+    ForkRequest request;
+    request.caller = ::getpid();
+    request.library = library;
+    request.env = spec.env;
+    // A worker that inherits the caller's output gets the caller's fds as they are now.
+    std::vector<int> fds{spec.channel_fd, spec.stdout_fd >= 0 ? spec.stdout_fd : STDOUT_FILENO,
+                         spec.stderr_fd >= 0 ? spec.stderr_fd : STDERR_FILENO};
+    if (spec.args_fd >= 0) fds.push_back(spec.args_fd);
+    try {
+        send_fork_request(control_.get(), request, fds);
+    } catch (const std::system_error& e) {
+        if (e.code().value() == EMSGSIZE)
+            throw TemplateUnavailable(Kind::this_call, "the worker's environment is too large for one message");
+        throw TemplateUnavailable(Kind::gone, fmt::format("the template is gone ({})", e.what()));
+    }
+    const TemplateReply reply = await_reply("to fork a worker");
+    switch (reply.status) {
+        case TemplateStatus::ok: break;
+        case TemplateStatus::stale_library: throw TemplateUnavailable(Kind::stale, reply.message);
+        case TemplateStatus::unusable: throw TemplateUnavailable(Kind::unusable, reply.message);
+        default: throw TemplateUnavailable(Kind::this_call, reply.message);
+    }
+    return adopt_child(static_cast<pid_t>(reply.pid));  // forked as our own child
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,63 @@
+#pragma once
+// The caller's handle on one warm template process (server.hpp is the other side):
+// starts it by exec, asks it to fork workers, and stops it.
+#include "common/unique_fd.hpp"
+#include "launch/child_process.hpp"
+#include "launch/worker_host.hpp"
+#include "warm_template/protocol.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// Why a template could not start a worker. The spawner decides what comes next.
+class TemplateUnavailable : public std::runtime_error {
+public:
+    enum class Kind {
+        gone,       ///< the template died: a new one may do
+        stale,      ///< a library changed on disk: a new template loads it fresh
+        unusable,   ///< it can never fork safely (threads): use exec for this host
+        this_call,  ///< this request failed (too large an environment...): exec this worker
+    };
+    TemplateUnavailable(Kind kind, const std::string& reason) : std::runtime_error(reason), kind_(kind) {}
+    Kind kind() const { return kind_; }
+
+private:
+    Kind kind_;
+};
+
+class WarmTemplate {
+public:
+    /// Starts the template of `host` by exec with environment `env`, and waits until it
+    /// is ready. Throws TemplateUnavailable (or SpawnError when exec itself fails).
+    WarmTemplate(const WorkerHost& host, std::vector<std::string> env);
+    /// Closes the control socket and reaps the template (killing it if need be).
+    ~WarmTemplate();
+    WarmTemplate(const WarmTemplate&) = delete;
+    WarmTemplate& operator=(const WarmTemplate&) = delete;
+
+    /// Has the template fork one worker, the caller's child, with the fds and environment
+    /// of `spec`, after loading `library` (if not empty). Throws TemplateUnavailable.
+    ChildProcess request_worker(const LaunchSpec& spec, const std::string& library);
+
+    /// False once the template has exited (crashed, or killed).
+    bool alive() const;
+
+    pid_t pid() const { return process_.pid; }
+
+    /// Drops the template without signalling or reaping it: for a forked copy of the
+    /// caller, whose template belongs to the original.
+    void abandon();
+
+private:
+    /// The template's next reply; throws TemplateUnavailable(gone) if it dies first.
+    TemplateReply await_reply(const char* waiting_for);
+    /// Closes the socket, kills and reaps the template.
+    void stop() noexcept;
+    ChildProcess process_;
+    UniqueFd control_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,31 @@
+#pragma once
+// Large arguments travel once: the caller writes them into a sealed memfd that every
+// worker receives as fd 4 and maps read-only, instead of sending one copy per worker
+// through its channel. (Results stay on the channels: each rank has its own.)
+#include "common/unique_fd.hpp"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace mpify::detail {
+
+/// A sealed memfd holding `bytes`. Throws SpawnError when memory for it is lacking.
+UniqueFd share_arguments(const std::string& bytes);
+
+/// The worker's view of arguments shared this way; unmapped on destruction.
+class MappedArguments {
+public:
+    /// Maps `size` bytes of `fd` and closes `fd`. Throws std::system_error.
+    MappedArguments(int fd, std::size_t size);
+    ~MappedArguments();
+    MappedArguments(const MappedArguments&) = delete;
+    MappedArguments& operator=(const MappedArguments&) = delete;
+    std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+private:
+    void* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+}  // namespace mpify::detail

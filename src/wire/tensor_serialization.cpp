@@ -1,0 +1,39 @@
+// The compiled half of tensor serialization (include/mpify/tensor.hpp): the ATen calls
+// stay here, so the header needs only at::Tensor itself.
+#include <mpify/error.hpp>
+#include <mpify/tensor.hpp>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+namespace mpify::detail {
+
+TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
+    TensorToSave saved;
+    saved.defined = tensor.defined();
+    if (!saved.defined) return saved;
+    if (tensor.is_sparse() || tensor.is_quantized() || tensor.is_mkldnn())
+        throw Error(fmt::format("mpify: cannot send a {} tensor; convert it to a dense one first "
+                                "(to_dense() / dequantize())", tensor.layout() == at::kStrided ? "quantized" : "sparse"));
+    saved.dtype = static_cast<std::int8_t>(tensor.scalar_type());
+    saved.sizes = tensor.sizes().vec();
+    saved.requires_grad = tensor.requires_grad();
+    // detach: the bytes are what travels, not the autograd graph. to(kCPU) is a no-op
+    // for CPU tensors; contiguous() copies only views that are not dense already.
+    saved.dense = tensor.detach().to(at::kCPU).contiguous();
+    saved.data = saved.dense.data_ptr();
+    saved.nbytes = saved.dense.nbytes();
+    return saved;
+}
+
+at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vector<std::int64_t>& sizes, bool requires_grad,
+                            void*& data, std::size_t& nbytes) {
+    const auto type = static_cast<at::ScalarType>(dtype);
+    at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(type).device(at::kCPU));
+    if (requires_grad) tensor.requires_grad_(true);
+    data = tensor.data_ptr();
+    nbytes = tensor.nbytes();
+    return tensor;
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,161 @@
+#include "worker/serve.hpp"
+
+#include "common/demangle.hpp"
+#include "common/environment_number.hpp"
+#include "common/object_locator.hpp"
+#include "registry/function_table.hpp"
+#include "wire/frames.hpp"
+#include "wire/messages.hpp"
+#include "wire/shared_arguments.hpp"
+#include "worker/process_contract.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <iostream>
+#include <stdexcept>
+
+namespace mpify::detail {
+namespace {
+
+bool worker_process = false;
+
+// The function registered under the call's name in the object the caller named (the
+// program itself, or the library): the same name may be registered in several objects.
+FunctionEntry find_function(const CallMeta& call) {
+    std::vector<FunctionEntry> found = find_functions_by_name(call.function);
+    const std::string where = call.library.empty() ? "this program" : call.library;
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const FunctionEntry& e) {
+                                   const ObjectLocation object = locate_object(e.address);
+                                   return call.library.empty() ? !object.is_main_program
+                                                               : object.path != call.library;
+                               }),
+                found.end());
+    if (found.size() == 1) return found.front();
+    if (found.empty())
+        throw std::runtime_error(fmt::format(
+            "mpify worker: no function named '{}' is registered in {} (was the file rebuilt "
+            "without its MPIFY_REGISTER?)", call.function, where));
+    throw std::runtime_error(fmt::format(
+        "mpify worker: {} functions are registered as '{}' in {}; register them with their "
+        "qualified names (MPIFY_REGISTER(ns::f)) or rename one", found.size(), call.function, where));
+}
+
+std::int64_t monotonic_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// The failure report goes out where fn threw, inside its context: the context's
+// destructor (a DdpGuard's) breaks the other ranks' collectives, and the caller, failing
+// in turn, stops this worker; by then this rank's report, the root cause, must be sent.
+int channel = -1;
+bool failure_sent = false;
+
+// Inside a catch block: sends the exception being handled as this worker's failure.
+void send_failure() noexcept {
+    if (failure_sent) return;
+    failure_sent = true;
+    try {
+        const FailureInfo failure{current_exception_type(), current_exception_message(), monotonic_ns()};
+        write_frame(channel, FrameType::failure, encode_failure(failure));
+    } catch (...) {
+    }
+}
+
+// Runs the call and returns the result blob; throws whatever fn throws.
+std::string run_call(const CallMeta& call, std::string_view args) {
+    if (!call.library.empty() && ::dlopen(call.library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        throw std::runtime_error(fmt::format("mpify worker: cannot load {}: {}", call.library, ::dlerror()));
+    const FunctionEntry function = find_function(call);
+    std::string result;
+    struct Body {
+        const FunctionEntry& function;
+        std::string_view args;
+        bool want_result;
+        std::string& result;
+        static void run(void* self) {
+            auto* b = static_cast<Body*>(self);
+            try {
+                b->result = b->function.invoke(b->args, b->want_result);
+            } catch (...) {
+                send_failure();
+                throw;  // on through the context's destructor
+            }
+        }
+    } body{function, args, call.want_result, result};
+    if (call.context_key.empty()) {
+        Body::run(&body);
+        return result;
+    }
+    ContextEntry context;
+    if (!find_context(call.context_key, context))
+        throw std::runtime_error(fmt::format(
+            "mpify worker: the context type {} is not registered in this worker; register it "
+            "with MPIFY_REGISTER_CONTEXT in the program or library that defines the function",
+            demangle(call.context_key.c_str())));
+    context.run(&Body::run, &body);
+    return result;
+}
+
+void flush_everything() {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+}
+
+[[noreturn]] void serve(int fd) {
+    channel = fd;
+    // Output goes to a pipe: line-buffer it so the caller sees lines as they happen.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::optional<Frame> frame;
+    try {
+        frame = read_frame(fd);
+    } catch (const std::exception&) {
+        ::_exit(70);
+    }
+    if (!frame || frame->type != FrameType::call) ::_exit(70);  // the caller is gone
+
+    bool ok = false;
+    try {
+        std::string_view args;
+        const CallMeta call = decode_call(frame->payload, args);
+        std::optional<MappedArguments> shared;
+        if (call.shared_args_size > 0) {
+            shared.emplace(worker_args_fd, call.shared_args_size);
+            args = shared->bytes();
+        }
+        std::string result = run_call(call, args);
+        shared.reset();
+        frame.reset();  // the arguments are no longer needed
+        write_frame(fd, FrameType::result, result);
+        ok = true;
+    } catch (...) {
+        send_failure();  // unless fn's own failure went out already
+    }
+    flush_everything();
+    // _exit, not exit: the result is delivered, and static destructors of a process
+    // with library threads still running (OpenMP, Gloo) are a source of crashes at exit.
+    ::_exit(ok ? 0 : 1);
+}
+
+}  // namespace
+
+void serve_if_worker() {
+    if (std::getenv(worker_env_var) == nullptr) return;
+    // Set by mpify alone: a malformed value is someone's mistake, said at once.
+    const int fd = static_cast<int>(environment_number(worker_env_var, -1, Malformed::reject));
+    ::unsetenv(worker_env_var);  // processes this worker starts are not workers
+    worker_process = true;
+    serve(fd);
+}
+
+bool is_worker_process() { return worker_process; }
+
+}  // namespace mpify::detail
