@@ -1,8 +1,14 @@
 #include "ddp_functions.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace ddp_test {
 
@@ -173,5 +179,35 @@ std::string nested_guard() {
     }
 }
 MPIFY_REGISTER(nested_guard);
+
+namespace {
+bool write_fails_with_epipe(int fd) {
+    const char byte = 0;
+    return ::write(fd, &byte, 1) < 0 && errno == EPIPE;
+}
+}  // namespace
+
+bool broken_pipe_writes_fail_with_epipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+    ::close(fds[0]);
+    bool from_thread = false;
+    std::thread writer([&] { from_thread = write_fails_with_epipe(fds[1]); });
+    writer.join();
+    const bool from_here = write_fails_with_epipe(fds[1]);
+    ::close(fds[1]);
+    return from_thread && from_here;
+}
+MPIFY_REGISTER(broken_pipe_writes_fail_with_epipe);
+
+int die_during_large_allreduces(int dying_rank) {
+    at::Tensor t = torch::ones({8 << 20});  // 32 MiB of floats
+    for (int step = 0; step < 50; ++step) {
+        if (step == 2 && mpify::ddp::rank() == dying_rank) ::raise(SIGKILL);
+        mpify::ddp::all_reduce(t);
+    }
+    return 0;
+}
+MPIFY_REGISTER(die_during_large_allreduces);
 
 }  // namespace ddp_test

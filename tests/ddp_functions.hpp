@@ -45,5 +45,11 @@ int fail_mid_training(int failing_rank);
 std::int64_t noop_in_group();
 bool group_is_active();
 std::string nested_guard();
+/// Writes to a pipe whose reader is gone, from this thread and from a thread started
+/// here (as Gloo starts its own): true if both fail with EPIPE (and the process lives).
+bool broken_pipe_writes_fail_with_epipe();
+/// Rank `dying_rank` is SIGKILLed after two all-reduces; the others go on all-reducing
+/// 32 MiB, so that their Gloo threads write to the dead rank's sockets.
+int die_during_large_allreduces(int dying_rank);
 
 }  // namespace ddp_test

@@ -38,6 +38,9 @@ struct MPIFY_API RankFailure {
         exited,     ///< the process exited with `exit_code` without returning a result
         timed_out,  ///< still running when Options::timeout expired
         protocol,   ///< the worker broke the channel protocol (a bug, or fn closed fd 3)
+        /// the process ended without a result, but something else in the caller reaped it
+        /// (a SIGCHLD handler calling waitpid(-1, ...)), so how it ended is unknown
+        reaped_elsewhere,
     };
     int rank = -1;                         ///< global rank within the ranch call
     Kind kind = Kind::threw;               ///< what happened

@@ -56,7 +56,9 @@ Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> 
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_) {
-        if (!w->exited) kill_and_reap(w->process.pid);
+        if (w->exited) continue;
+        signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
+        wait_for_child(w->process.pid);
     }
 }
 
@@ -91,7 +93,7 @@ void Supervisor::run() noexcept {
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
         for (auto& w : workers_)
-            if (!w->exited) ::kill(w->process.pid, SIGKILL);
+            if (!w->exited) signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
     }
 }
 
@@ -237,8 +239,13 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
 
 void Supervisor::reap(Worker& w) {
     siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG) != 0) return;
-    if (info.si_pid == 0) return;  // not yet
+    const int waited =
+        retry_on_eintr([&] { return ::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG); });
+    // The pidfd says it ended, yet there is no child to wait for: something else in this
+    // process reaped it (a SIGCHLD handler calling waitpid(-1, ...)), and took its status.
+    const bool reaped_elsewhere = waited != 0 && errno == ECHILD;
+    if (waited != 0 && !reaped_elsewhere) return;
+    if (!reaped_elsewhere && info.si_pid == 0) return;  // not yet
     w.exited = true;
     // Whatever the worker wrote before it exited is already buffered: take it all.
     read_channel(w);
@@ -249,14 +256,17 @@ void Supervisor::reap(Worker& w) {
     w.err.reset();
     w.process.pidfd.reset();
 
-    const bool clean_exit = info.si_code == CLD_EXITED && info.si_status == 0;
+    // With its status gone, a worker that sent its result counts as having succeeded.
+    const bool clean_exit = reaped_elsewhere || (info.si_code == CLD_EXITED && info.si_status == 0);
     if (w.failed || (w.result && clean_exit)) return;
     if (w.stopped_by_us) return;  // stopped because of another rank: not a failure of its own
 
     RankFailure failure;
     failure.rank = w.rank;
     failure.stderr_tail = w.err_relay.tail();
-    if (info.si_code == CLD_EXITED) {
+    if (reaped_elsewhere) {
+        failure.kind = RankFailure::Kind::reaped_elsewhere;
+    } else if (info.si_code == CLD_EXITED) {
         failure.kind = RankFailure::Kind::exited;
         failure.exit_code = info.si_status;
         failure.message = w.result ? "after sending its result"
@@ -280,10 +290,10 @@ void Supervisor::stop(Worker& w) {
     if (w.exited || w.kill_at) return;
     w.stopped_by_us = true;
     if (options_.stop_grace.count() <= 0) {
-        ::kill(w.process.pid, SIGKILL);
+        signal_child(w.process.pidfd.get(), w.process.pid, SIGKILL);
         w.kill_at = Clock::now();
     } else {
-        ::kill(w.process.pid, SIGTERM);
+        signal_child(w.process.pidfd.get(), w.process.pid, SIGTERM);
         w.kill_at = Clock::now() + options_.stop_grace;
     }
 }
@@ -310,7 +320,7 @@ void Supervisor::escalate() {
     const auto now = Clock::now();
     for (auto& w : workers_) {
         if (!w->exited && w->kill_at && now >= *w->kill_at) {
-            ::kill(w->process.pid, SIGKILL);
+            signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
             w->kill_at = now + std::chrono::hours(24);  // sent; only the reap remains
         }
     }

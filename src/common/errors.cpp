@@ -42,6 +42,11 @@ std::string RankFailure::describe() const {
         case Kind::protocol:
             text = fmt::format("rank {} broke mpify's protocol: {}", rank, message);
             break;
+        case Kind::reaped_elsewhere:
+            text = fmt::format("rank {} ended before returning a result, and something else in this process "
+                               "reaped it (a SIGCHLD handler calling waitpid(-1, ...)?), so how it ended is "
+                               "unknown. Have that handler wait only for its own children's pids.", rank);
+            break;
     }
     if (!stderr_tail.empty()) {
         text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,12 @@ bool wait_for_child(pid_t pid, siginfo_t* info) noexcept {
     return retry_on_eintr([&] {
                return ::waitid(P_PID, static_cast<id_t>(pid), info ? info : &ignored, WEXITED);
            }) == 0;
+}
+
+void signal_child(int pidfd, pid_t pid, int signal) noexcept {
+    if (pidfd >= 0 && ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0) == 0) return;
+    if (pidfd >= 0 && errno != ENOSYS) return;  // ESRCH: it has ended
+    ::kill(pid, signal);
 }
 
 void kill_and_reap(pid_t pid) noexcept {

@@ -72,6 +72,11 @@ bool read_exact(int fd, char* data, std::size_t size, const char* what);
 /// when given. Retried on EINTR; false if it is not (or no longer) our child.
 bool wait_for_child(pid_t pid, siginfo_t* info = nullptr) noexcept;
 
+/// Sends `signal` to a child through its pidfd (never to another process that took
+/// the pid after the child was reaped, by us or by anything else in the process); by pid
+/// when there is no pidfd.
+void signal_child(int pidfd, pid_t pid, int signal) noexcept;
+
 /// Sends SIGKILL to a child of this process and waits until it is reaped.
 void kill_and_reap(pid_t pid) noexcept;
 

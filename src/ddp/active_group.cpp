@@ -2,6 +2,7 @@
 
 #include "call/environment.hpp"
 #include "ddp/open_group.hpp"
+#include "ddp/sigpipe_block.hpp"
 
 #include <mpify/error.hpp>
 

@@ -10,16 +10,18 @@
 namespace mpify::detail {
 
 class ScopedEnvironment;
+class SigpipeBlock;
 struct DdpSettings;
 
 /// An open group: the c10d objects, and the environment as it was before.
 struct ProcessGroupState {
+    std::unique_ptr<SigpipeBlock> sigpipe;  ///< first made, last gone: Gloo's threads inherit it
     int rank = 0;
     int world_size = 1;
     std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
-    ~ProcessGroupState();  ///< the group, then the store, then the environment as it was
+    ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was
 };
 
 /// Opens the group `settings` describe and makes it this process's active one. Throws

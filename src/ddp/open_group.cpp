@@ -2,6 +2,7 @@
 
 #include "call/environment.hpp"
 #include "ddp/rendezvous.hpp"
+#include "ddp/sigpipe_block.hpp"
 
 #include <mpify/error.hpp>
 
@@ -82,6 +83,7 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
         throw UsageError(fmt::format("mpify::DdpGuard: local rank {} has no entry in gpus (it has {})", s.local_rank,
                                      s.gpus.size()));
     auto state = std::make_unique<ProcessGroupState>();
+    state->sigpipe = std::make_unique<SigpipeBlock>();  // before Gloo starts its threads
     state->rank = s.rank;
     state->world_size = s.world_size;
     state->environment = std::make_unique<ScopedEnvironment>(std::map<std::string, std::string>{

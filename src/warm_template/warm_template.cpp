@@ -2,6 +2,7 @@
 
 #include "common/posix.hpp"
 #include "launch/exec_spawner.hpp"
+#include "warm_template/lasting_thread.hpp"
 #include "worker/process_contract.hpp"
 
 #include <fcntl.h>
@@ -47,7 +48,8 @@ WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env)
     spec.stdout_fd = devnull.get();  // stderr stays the caller's: the template's own troubles show there
     spec.channel_fd = template_end.get();
     spec.die_with_caller_thread = false;  // it ends when control_ closes, whichever thread made it
-    process_ = spawn_by_exec(spec);
+    // Not from this thread, which may end before the template does (lasting_thread.hpp).
+    run_on_lasting_thread([&] { process_ = spawn_by_exec(spec); });
     template_end.reset();
     try {
         const TemplateReply ready = await_reply("to start");
