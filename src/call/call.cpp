@@ -21,7 +21,12 @@ std::atomic<Clock::rep> local_failure_ticks{0};
 
 std::optional<Clock::time_point> deadline_of(const Options& options) {
     if (options.timeout.count() <= 0) return std::nullopt;
-    return Clock::now() + options.timeout;
+    // A timeout past what the clock can hold (milliseconds::max(), 1000 years) would
+    // overflow into the past: it is no timeout.
+    const Clock::time_point now = Clock::now();
+    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+    if (options.timeout >= room) return std::nullopt;
+    return now + options.timeout;
 }
 
 // The arguments as every worker gets them: one copy shared by every worker's outgoing

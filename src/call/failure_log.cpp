@@ -3,6 +3,7 @@
 #include "common/demangle.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace mpify::detail {
 
@@ -14,7 +15,23 @@ void FailureLog::caller_threw(int rank, std::exception_ptr error, Clock::time_po
     caller_error_time_ = when;
 }
 
+void FailureLog::call_failed(std::string what, std::exception_ptr cause) {
+    if (call_failure_cause_) return;
+    call_failure_ = std::move(what);
+    call_failure_cause_ = std::move(cause);
+}
+
 void FailureLog::throw_if_failed(const std::string& label) {
+    if (call_failure_cause_) {
+        try {
+            std::rethrow_exception(call_failure_cause_);
+        } catch (...) {
+            const std::string message = current_exception_message();
+            std::throw_with_nested(Error(fmt::format("{}: {} {}{}; every worker was stopped", label, call_failure_,
+                                                     current_exception_type(),
+                                                     message.empty() ? "" : ": " + message)));
+        }
+    }
     if (caller_error_) {
         const bool other_failed_first = std::any_of(failures_.begin(), failures_.end(), [&](const Timed& f) {
             return f.when <= caller_error_time_;

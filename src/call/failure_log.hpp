@@ -6,7 +6,8 @@
 // the caller read it). The first is the cause; later ones are usually its consequences
 // (a collective broken by a dead peer). The caller's own exception is special: if it came
 // first, and the call did not time out, it propagates unchanged, as if fn had run alone;
-// otherwise it is listed, at its time, among the others.
+// otherwise it is listed, at its time, among the others. A failure of the call itself
+// (the output callback threw) stopped every rank: it comes before all of these.
 #include <mpify/error.hpp>
 
 #include <chrono>
@@ -26,6 +27,9 @@ public:
     /// The call's timeout expired: ranch throws TimeoutError.
     void mark_timed_out() { timed_out_ = true; }
     bool timed_out() const { return timed_out_; }
+    /// The call itself failed (not a rank): `what` says where, `cause` is what was thrown.
+    /// The first one counts.
+    void call_failed(std::string what, std::exception_ptr cause);
     /// The caller's own rank threw `error` at `when`.
     void caller_threw(int rank, std::exception_ptr error, Clock::time_point when);
 
@@ -38,6 +42,8 @@ private:
         Clock::time_point when;
     };
     std::vector<Timed> failures_;
+    std::string call_failure_;
+    std::exception_ptr call_failure_cause_;
     bool timed_out_ = false;
     std::exception_ptr caller_error_;
     int caller_rank_ = 0;

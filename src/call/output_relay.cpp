@@ -29,17 +29,17 @@ void OutputRelay::finish() {
 }
 
 void OutputRelay::emit(std::string line) {
-    if (options_.relay == Relay::lines) {
+    if (stream_ == Stream::err) {
+        tail_.push_back(line);
+        if (tail_.size() > tail_lines) tail_.pop_front();
+    }
+    if (forwarding_ && options_.relay == Relay::lines) {
         if (options_.on_output) {
             options_.on_output(rank_, stream_, line);
         } else {
             std::ostream& os = stream_ == Stream::out ? std::cout : std::cerr;
             os << "[rank " << rank_ << "] " << line << '\n' << std::flush;
         }
-    }
-    if (stream_ == Stream::err) {
-        tail_.push_back(std::move(line));
-        if (tail_.size() > tail_lines) tail_.pop_front();
     }
 }
 

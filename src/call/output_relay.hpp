@@ -18,6 +18,8 @@ public:
     void feed(const char* data, std::size_t size);
     /// End of stream: relays a last line that had no newline.
     void finish();
+    /// From now on lines are only kept for the stderr tail (the output callback failed).
+    void stop_forwarding() { forwarding_ = false; }
     /// The last lines seen (stderr only keeps them).
     std::vector<std::string> tail() const { return {tail_.begin(), tail_.end()}; }
 
@@ -29,6 +31,7 @@ private:
     Stream stream_;
     std::string partial_;
     std::deque<std::string> tail_;
+    bool forwarding_ = true;
 };
 
 }  // namespace mpify::detail

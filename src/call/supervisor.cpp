@@ -92,6 +92,7 @@ void Supervisor::run() noexcept {
             poll_once();
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
+        failures_.call_failed("mpify's supervision of the workers failed:", std::current_exception());
         for (auto& w : workers_)
             if (!w->exited) signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
     }
@@ -160,14 +161,29 @@ void Supervisor::read_stream(Worker& w, Stream stream) {
     char buffer[64 * 1024];
     while (fd) {
         const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
-        if (got.kind == ReadResult::bytes) {
-            relay.feed(buffer, got.size);
-            continue;
-        }
         if (got.kind == ReadResult::would_block) return;
-        relay.finish();  // end of stream (or an error: nothing more will come)
-        fd.reset();
+        try {
+            if (got.kind == ReadResult::bytes) {
+                relay.feed(buffer, got.size);
+                continue;
+            }
+            relay.finish();  // end of stream (or an error: nothing more will come)
+        } catch (...) {
+            output_failed(w, stream);
+        }
+        if (got.kind != ReadResult::bytes) fd.reset();
     }
+}
+
+void Supervisor::output_failed(Worker& w, Stream stream) {
+    failures_.call_failed(fmt::format("Options::on_output threw on a line of rank {}'s {}:", w.rank,
+                                      stream == Stream::out ? "stdout" : "stderr"),
+                          std::current_exception());
+    for (auto& other : workers_) {
+        other->out_relay.stop_forwarding();
+        other->err_relay.stop_forwarding();
+    }
+    stop_all();
 }
 
 void Supervisor::read_channel(Worker& w) {

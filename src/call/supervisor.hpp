@@ -48,6 +48,8 @@ private:
     struct Worker;
     void poll_once();
     void read_stream(Worker& w, Stream stream);
+    /// The output callback threw (inside a catch block): the call fails, every rank stops.
+    void output_failed(Worker& w, Stream stream);
     void read_channel(Worker& w);
     void write_channel(Worker& w);
     void handle_frame(Worker& w, Frame& frame);
