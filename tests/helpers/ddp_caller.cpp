@@ -1,7 +1,7 @@
 // A caller process for the DDP tests: in_ddp(n, allreduce_rank) with the given base
 // rank, world size and port (0: a free port), printing rank 0's result.
 //   mpify_test_ddp_caller N BASE_RANK WORLD_SIZE PORT
-#include "../ddp_functions.hpp"
+#include "ddp_functions.hpp"
 
 #include <cstdlib>
 #include <iostream>

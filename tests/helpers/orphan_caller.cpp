@@ -1,7 +1,7 @@
 // A caller that starts three workers which hang, relays their "pid N marker k" lines to
 // stdout, and then waits forever: resources_test.cpp kills it with SIGKILL and checks
 // that the workers die with it.
-#include "../functions.hpp"
+#include "functions.hpp"
 
 #include <mpify/mpify.hpp>
 
