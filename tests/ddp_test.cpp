@@ -12,12 +12,6 @@ using Catch::Contains;
 
 namespace {
 
-mpify::Options quiet() {
-    mpify::Options options;
-    options.on_output = [](int, mpify::Stream, const std::string&) {};
-    return options;
-}
-
 void check_parameters_match(const std::vector<at::Tensor>& ddp, const std::vector<at::Tensor>& single) {
     REQUIRE(ddp.size() == single.size());
     for (std::size_t i = 0; i < ddp.size(); ++i) {
@@ -86,7 +80,7 @@ TEST_CASE("a rank that never joins fails the others with its rank named", "[ddp]
     options.world_size = 3;  // only 2 ranks are started: rank 2 never comes
     options.timeout = std::chrono::milliseconds(1500);
     try {
-        mpify::in_ddp(options, quiet(), 2, ddp_test::noop_in_group);
+        mpify::in_ddp(options, mpify_test::quiet(), 2, ddp_test::noop_in_group);
         FAIL("in_ddp returned");
     } catch (const mpify::Error& e) {
         // Rank 2 never comes; a slow-starting rank 1 (under a sanitizer, say) may be named too.
@@ -101,7 +95,7 @@ TEST_CASE("a rank that throws mid-training is the error the caller gets", "[ddp]
     mpify::DdpOptions options;
     options.timeout = std::chrono::seconds(20);
     try {
-        mpify::in_ddp(options, quiet(), 3, ddp_test::fail_mid_training, 1);
+        mpify::in_ddp(options, mpify_test::quiet(), 3, ddp_test::fail_mid_training, 1);
         FAIL("in_ddp returned");
     } catch (const mpify::WorkerError& e) {
         REQUIRE_FALSE(e.failures().empty());
@@ -110,7 +104,7 @@ TEST_CASE("a rank that throws mid-training is the error the caller gets", "[ddp]
     }
     CHECK(mpify_test::has_no_children());
     // The caller's own rank is the cause: its exception comes back as it was thrown.
-    CHECK_THROWS_MATCHES(mpify::in_ddp(options, quiet(), 3, ddp_test::fail_mid_training, 0), std::runtime_error,
+    CHECK_THROWS_MATCHES(mpify::in_ddp(options, mpify_test::quiet(), 3, ddp_test::fail_mid_training, 0), std::runtime_error,
                          Catch::Message("diverged at step 3 on rank 0"));
     CHECK(mpify_test::has_no_children());
 }

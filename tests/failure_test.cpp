@@ -13,16 +13,10 @@ using Catch::Contains;
 using Kind = mpify::RankFailure::Kind;
 
 namespace {
-mpify::Options quiet() {
-    mpify::Options options;
-    options.on_output = [](int, mpify::Stream, const std::string&) {};
-    return options;
-}
-
 // For workers that crash on purpose: under AddressSanitizer the signal must reach the
 // process instead of being turned into ASan's report and exit code.
 mpify::Options crashing() {
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.env["ASAN_OPTIONS"] = "handle_segv=0:handle_abort=0";
     return options;
 }
@@ -31,7 +25,7 @@ mpify::Options crashing() {
 TEST_CASE("a worker that throws fails the call with its rank exception type and message", "[failure]") {
     for (auto fn : {in_program::throw_on, in_library::throw_on}) {
         try {
-            mpify::ranch(quiet(), 3, fn, 1);
+            mpify::ranch(mpify_test::quiet(), 3, fn, 1);
             FAIL("ranch returned");
         } catch (const mpify::WorkerError& e) {
             CHECK_THAT(e.what(), Contains("rank 1 threw std::invalid_argument: bad value on rank 1"));
@@ -45,14 +39,14 @@ TEST_CASE("a worker that throws fails the call with its rank exception type and 
 }
 
 TEST_CASE("a worker that throws a non-std exception is reported with its type", "[failure]") {
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.caller_rank = std::nullopt;
     REQUIRE_THROWS_WITH(mpify::ranch(options, 2, in_library::throw_int_on, 0), Contains("rank 0 threw int"));
 }
 
 TEST_CASE("a worker that throws stops the other hanging workers", "[failure]") {
     // rank 1 throws while ranks 0 and 2 (workers too) would wait forever: the call ends.
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.caller_rank = std::nullopt;
     options.stop_grace = std::chrono::milliseconds(200);
     try {
@@ -89,7 +83,7 @@ TEST_CASE("a crash is reported with the signal name and the last lines of stderr
 
 TEST_CASE("the caller's own exception propagates after the workers are stopped and reaped", "[failure]") {
     // The caller is rank 0 and throws; ranks 1 and 2 would wait forever.
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.stop_grace = std::chrono::milliseconds(200);
     REQUIRE_THROWS_AS(mpify::ranch(options, 3, in_library::fail_or_hang, 0), std::invalid_argument);
     CHECK(mpify_test::has_no_children());
@@ -100,7 +94,7 @@ TEST_CASE("a worker's failure is reported before the caller's exception it cause
     const std::string fifo = dir.path() + "/fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     try {
-        mpify::ranch(quiet(), 2, in_library::root_cause_then_peer, fifo);
+        mpify::ranch(mpify_test::quiet(), 2, in_library::root_cause_then_peer, fifo);
         FAIL("ranch returned");
     } catch (const mpify::WorkerError& e) {
         REQUIRE(e.failures().size() == 2);
@@ -113,7 +107,7 @@ TEST_CASE("a worker's failure is reported before the caller's exception it cause
 }
 
 TEST_CASE("a timeout stops every worker and names the ranks still running", "[failure][timeout]") {
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.caller_rank = std::nullopt;
     options.timeout = std::chrono::milliseconds(1500);
     options.stop_grace = std::chrono::milliseconds(100);

@@ -26,6 +26,12 @@ extern char** environ;
 
 namespace mpify_test {
 
+mpify::Options quiet() {
+    mpify::Options options;
+    options.on_output = [](int, mpify::Stream, const std::string&) {};
+    return options;
+}
+
 namespace {
 
 std::string read_file(const std::string& path) {

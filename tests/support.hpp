@@ -9,6 +9,9 @@
 
 namespace mpify_test {
 
+/// Options whose workers' output goes nowhere: for tests whose workers fail on purpose.
+mpify::Options quiet();
+
 /// The children of `parent`, zombies included.
 std::vector<pid_t> children(pid_t parent);
 

@@ -55,11 +55,8 @@ Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> 
     : options_(options), deadline_(deadline), failures_(failures), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 Supervisor::~Supervisor() {
-    for (auto& w : workers_) {
-        if (w->exited) continue;
-        signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
-        wait_for_child(w->process.pid);
-    }
+    for (auto& w : workers_)
+        if (!w->exited) kill_and_reap(w->process.pid, w->process.pidfd.get());
 }
 
 void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args) {

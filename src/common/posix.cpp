@@ -83,8 +83,8 @@ void signal_child(int pidfd, pid_t pid, int signal) noexcept {
     ::kill(pid, signal);
 }
 
-void kill_and_reap(pid_t pid) noexcept {
-    ::kill(pid, SIGKILL);
+void kill_and_reap(pid_t pid, int pidfd) noexcept {
+    signal_child(pidfd, pid, SIGKILL);
     wait_for_child(pid);
 }
 

@@ -77,8 +77,9 @@ bool wait_for_child(pid_t pid, siginfo_t* info = nullptr) noexcept;
 /// when there is no pidfd.
 void signal_child(int pidfd, pid_t pid, int signal) noexcept;
 
-/// Sends SIGKILL to a child of this process and waits until it is reaped.
-void kill_and_reap(pid_t pid) noexcept;
+/// Sends SIGKILL to a child of this process (through `pidfd` when given, as
+/// signal_child) and waits until it is reaped.
+void kill_and_reap(pid_t pid, int pidfd = -1) noexcept;
 
 /// "SIGSEGV (Segmentation fault)", or "signal 77" for a number without a name.
 std::string signal_description(int signal);

@@ -67,7 +67,7 @@ WarmTemplate::~WarmTemplate() { stop(); }
 void WarmTemplate::stop() noexcept {
     control_.reset();
     if (process_.pid <= 0) return;
-    kill_and_reap(process_.pid);
+    kill_and_reap(process_.pid, process_.pidfd.get());
     process_.pid = -1;
     process_.pidfd.reset();
 }

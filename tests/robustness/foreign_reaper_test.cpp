@@ -37,12 +37,6 @@ private:
     struct sigaction previous_ {};
 };
 
-mpify::Options quiet() {
-    mpify::Options options;
-    options.on_output = [](int, mpify::Stream, const std::string&) {};
-    return options;
-}
-
 }  // namespace
 
 TEST_CASE("calls under a SIGCHLD handler that reaps every child return their results", "[robustness]") {
@@ -58,7 +52,7 @@ TEST_CASE("a worker lost to a foreign reaper is an error naming it, not a hang",
     for (int i = 0; i < 5; ++i) {
         INFO("call " << i);
         try {
-            mpify::ranch(quiet(), 3, in_library::crash_on, 1, std::string("exit3"));
+            mpify::ranch(mpify_test::quiet(), 3, in_library::crash_on, 1, std::string("exit3"));
             FAIL("ranch returned");
         } catch (const mpify::WorkerError& e) {
             REQUIRE(e.failures().size() == 1);
@@ -77,7 +71,7 @@ TEST_CASE("a worker lost to a foreign reaper is an error naming it, not a hang",
 
 TEST_CASE("the timeout holds under a SIGCHLD handler that reaps every child", "[robustness][failure]") {
     const ForeignReaper reaper;
-    mpify::Options options = quiet();
+    mpify::Options options = mpify_test::quiet();
     options.timeout = std::chrono::milliseconds(1500);
     options.caller_rank = std::nullopt;
     const auto started = std::chrono::steady_clock::now();
