@@ -8,7 +8,11 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-filesystem-dev
   libfmt-dev catch2 libbenchmark-dev zlib1g-dev
   dataset-fashion-mnist                # examples
-  clang-tools-19 python3               # the notebook runner: clang-repl-19 executes the notebooks
+  # The Jupyter kernel (kernel/): the protocol (xeus), clang's interpreter, and the
+  # Jupyter parts that run and test it (with /usr/bin/python3)
+  python3
+  xeus-dev nlohmann-json3-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev
+  jupyter-notebook python3-jupyter-client python3-nbclient python3-ipykernel
 )
 
 missing=()

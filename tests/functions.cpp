@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace {
 std::string env_or_unset(const char* name) {
@@ -95,6 +97,18 @@ int hang_on_workers(int printed_marker) {
     return printed_marker;
 }
 MPIFY_REGISTER(hang_on_workers);
+
+int wait_for_interrupt(int max_seconds) {
+    // Every rank says it runs, then waits; the caller's rank until interrupt_requested().
+    std::cout << "waiting" << std::endl;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(max_seconds);
+    while (!mpify::interrupt_requested()) {
+        if (std::chrono::steady_clock::now() > until) throw std::runtime_error("no interrupt came");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return 1;
+}
+MPIFY_REGISTER(wait_for_interrupt);
 
 int fail_or_hang(int failing_rank) {
     // The failing rank throws; every other worker would wait forever; a caller returns.

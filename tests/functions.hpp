@@ -55,6 +55,7 @@ struct TestContext {
     int throw_int_on(int rank);                                                          \
     int crash_on(int rank, std::string how);                                             \
     int hang_on_workers(int printed_marker);                                             \
+    int wait_for_interrupt(int max_seconds);                                             \
     int fail_or_hang(int failing_rank);                                                  \
     int root_cause_then_peer(std::string fifo);                                          \
     void print_lines(int count);                                                         \

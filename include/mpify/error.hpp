@@ -73,4 +73,13 @@ public:
     using WorkerError::WorkerError;
 };
 
+/// The call was interrupted (mpify::request_interrupt(): Ctrl-C after
+/// mpify::stop_on_sigint(), Jupyter's interrupt button). Every worker was stopped and
+/// reaped. If the caller's own rank threw on its way out (its collective broke), that
+/// exception is nested (std::rethrow_if_nested).
+class MPIFY_API Interrupted : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace mpify

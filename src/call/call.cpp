@@ -57,7 +57,7 @@ void mark_local_failure() noexcept {
 }
 
 Call::Call(const Options& options, CallPlan plan)
-    : options_(options), plan_(std::move(plan)), deadline_(deadline_of(options)), supervisor_(options, deadline_, failures_) {}
+    : options_(options), plan_(std::move(plan)), deadline_(deadline_of(options)), supervisor_(options, deadline_, failures_, interrupts_) {}
 
 void Call::start_workers(std::string args) {
     if (worker_count() == 0) return;
@@ -95,6 +95,7 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     }
     const int rank = *options_.caller_rank;
     const ScopedEnvironment scoped(own_rank_variables(options_, rank, plan_.n));
+    const CallerRankScope interruptible(interrupts_);  // what interrupt_requested() consults
     std::exception_ptr error;
     Clock::time_point error_time{};
     local_failure_ticks = 0;
@@ -111,6 +112,9 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     // The caller's rank cannot be interrupted: past the deadline, it is reported as late.
     const bool overran_deadline = deadline_ && Clock::now() > *deadline_;
     watcher.join();
+    // An interrupt the caller's rank noticed (interrupt_requested()) after every worker
+    // was done: what it returned may be cut short, so the call was interrupted all the same.
+    if (interrupts_.interrupted()) failures_.mark_interrupted();
     if (overran_deadline) {
         RankFailure late;
         late.rank = rank;

@@ -40,6 +40,7 @@ private:
     const CallPlan plan_;
     const std::optional<Clock::time_point> deadline_;
     FailureLog failures_;
+    InterruptWatch interrupts_;  // before the workers start: an interrupt while they start counts
     Supervisor supervisor_;
 };
 

@@ -22,6 +22,15 @@ void FailureLog::call_failed(std::string what, std::exception_ptr cause) {
 }
 
 void FailureLog::throw_if_failed(const std::string& label) {
+    if (interrupted_) {
+        const std::string message = label + ": interrupted (mpify::request_interrupt); every worker was stopped";
+        if (!caller_error_) throw Interrupted(message);
+        try {
+            std::rethrow_exception(caller_error_);  // the caller's rank, ended by the stop
+        } catch (...) {
+            std::throw_with_nested(Interrupted(message));
+        }
+    }
     if (call_failure_cause_) {
         try {
             std::rethrow_exception(call_failure_cause_);

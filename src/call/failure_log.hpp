@@ -7,7 +7,8 @@
 // (a collective broken by a dead peer). The caller's own exception is special: if it came
 // first, and the call did not time out, it propagates unchanged, as if fn had run alone;
 // otherwise it is listed, at its time, among the others. A failure of the call itself
-// (the output callback threw) stopped every rank: it comes before all of these.
+// (the output callback threw) stopped every rank: it comes before all of these. An
+// interrupt comes first of all: the user stopped the call, whatever broke afterwards.
 #include <mpify/error.hpp>
 
 #include <chrono>
@@ -27,6 +28,9 @@ public:
     /// The call's timeout expired: ranch throws TimeoutError.
     void mark_timed_out() { timed_out_ = true; }
     bool timed_out() const { return timed_out_; }
+    /// request_interrupt() stopped the call: ranch throws Interrupted, before anything else.
+    void mark_interrupted() { interrupted_ = true; }
+    bool interrupted() const { return interrupted_; }
     /// The call itself failed (not a rank): `what` says where, `cause` is what was thrown.
     /// The first one counts.
     void call_failed(std::string what, std::exception_ptr cause);
@@ -45,6 +49,7 @@ private:
     std::string call_failure_;
     std::exception_ptr call_failure_cause_;
     bool timed_out_ = false;
+    bool interrupted_ = false;
     std::exception_ptr caller_error_;
     int caller_rank_ = 0;
     Clock::time_point caller_error_time_{};

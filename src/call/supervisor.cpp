@@ -51,8 +51,13 @@ int millis_until(Clock::time_point t) {
 
 }  // namespace
 
-Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures)
-    : options_(options), deadline_(deadline), failures_(failures), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
+                       InterruptWatch& interrupts)
+    : options_(options),
+      deadline_(deadline),
+      failures_(failures),
+      interrupts_(interrupts),
+      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_)
@@ -100,8 +105,10 @@ void Supervisor::poll_once() {
         Worker* worker;
         enum What { pid, channel, out, err } what;
     };
-    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
-    std::vector<Watch> watches{{nullptr, Watch::pid}};
+    // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it).
+    const bool watching_interrupts = !failures_.interrupted() && interrupts_.fd() >= 0;
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}, {watching_interrupts ? interrupts_.fd() : -1, POLLIN, 0}};
+    std::vector<Watch> watches{{nullptr, Watch::pid}, {nullptr, Watch::pid}};
     auto watch = [&](Worker& w, Watch::What what, int fd, short events) {
         fds.push_back({fd, events, 0});
         watches.push_back({&w, what});
@@ -123,6 +130,8 @@ void Supervisor::poll_once() {
     if (deadline_ && !failures_.timed_out()) sooner(*deadline_);
     for (auto& w : workers_)
         if (!w->exited && w->kill_at) sooner(*w->kill_at);
+    if (!failures_.interrupted() && interrupts_.fd() < 0)
+        timeout = timeout < 0 ? InterruptWatch::poll_interval_ms : std::min(timeout, InterruptWatch::poll_interval_ms);
 
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
@@ -133,7 +142,8 @@ void Supervisor::poll_once() {
             (void)!::read(wake_.get(), &count, sizeof count);
             stop_all();
         }
-        for (std::size_t i = 1; i < fds.size(); ++i) {
+        if (fds[1].revents & POLLIN) interrupts_.clear_wakeup();
+        for (std::size_t i = 2; i < fds.size(); ++i) {
             if (fds[i].revents == 0) continue;
             Worker& w = *watches[i].worker;
             if (w.exited) continue;
@@ -148,6 +158,7 @@ void Supervisor::poll_once() {
             }
         }
     }
+    if (!failures_.interrupted() && interrupts_.interrupted()) on_interrupt();
     if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
     escalate();
 }
@@ -326,6 +337,11 @@ void Supervisor::on_deadline() {
         w->failed = true;
         failures_.add(std::move(failure), Clock::now());
     }
+    stop_all();
+}
+
+void Supervisor::on_interrupt() {
+    failures_.mark_interrupted();
     stop_all();
 }
 

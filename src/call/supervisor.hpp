@@ -7,6 +7,7 @@
 // children that are not ours); run() may run on its own thread while the caller's rank
 // computes: request_stop() is the only call that is safe from another thread.
 #include "call/failure_log.hpp"
+#include "call/interrupt_watch.hpp"
 #include "call/output_relay.hpp"
 #include "common/unique_fd.hpp"
 #include "launch/start_worker.hpp"
@@ -23,8 +24,10 @@ namespace mpify::detail {
 
 class Supervisor {
 public:
-    /// `deadline`: when to give up (nullopt: never). Failures go to `failures`.
-    Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures);
+    /// `deadline`: when to give up (nullopt: never). Failures go to `failures`. An
+    /// interrupt that `interrupts` sees stops every worker.
+    Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
+               InterruptWatch& interrupts);
     ~Supervisor();  // kills and reaps anything still running: nothing outlives a ranch
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
@@ -58,12 +61,14 @@ private:
     void fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when = std::nullopt);
     void stop(Worker& w);
     void on_deadline();
+    void on_interrupt();
     void escalate();
 
     const Options& options_;
     std::optional<Clock::time_point> deadline_;
     std::vector<std::unique_ptr<Worker>> workers_;
     FailureLog& failures_;
+    InterruptWatch& interrupts_;
     UniqueFd wake_;  // eventfd written by request_stop()
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
 };

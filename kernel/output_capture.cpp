@@ -1,0 +1,121 @@
+#include "output_capture.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <system_error>
+#include <utility>
+
+namespace mpify_kernel {
+namespace {
+
+constexpr std::size_t held_limit = 1 << 20;  // output between cells kept for the next cell
+
+void check(int result, const char* what) {
+    if (result < 0) throw std::system_error(errno, std::generic_category(), what);
+}
+
+}  // namespace
+
+OutputCapture::OutputCapture(Sink publish, std::mutex& lock) : publish_(std::move(publish)), publish_lock_(lock) {
+    std::fflush(nullptr);
+    for (auto& pipe : pipes_) {
+        check(::pipe2(pipe, O_CLOEXEC), "pipe2");
+        check(::fcntl(pipe[0], F_SETFL, O_NONBLOCK), "fcntl");
+    }
+    check(saved_stdout_ = ::fcntl(1, F_DUPFD_CLOEXEC, 3), "dup");
+    check(saved_stderr_ = ::fcntl(2, F_DUPFD_CLOEXEC, 3), "dup");
+    check(::dup2(pipes_[0][1], 1), "dup2");  // dup2 clears FD_CLOEXEC: children inherit 1 and 2
+    check(::dup2(pipes_[1][1], 2), "dup2");
+    check(control_ = ::eventfd(0, EFD_CLOEXEC), "eventfd");
+    // Line-buffered stdout as on a terminal: a cell's printf lines arrive as they are made.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    reader_ = std::thread([this] { read_loop(); });
+}
+
+OutputCapture::~OutputCapture() {
+    std::fflush(nullptr);
+    {
+        std::lock_guard<std::mutex> lock(state_lock_);
+        stopping_ = true;
+    }
+    const std::uint64_t one = 1;
+    (void)!::write(control_, &one, sizeof one);
+    reader_.join();
+    ::dup2(saved_stdout_, 1);
+    ::dup2(saved_stderr_, 2);
+    for (int fd : {pipes_[0][0], pipes_[0][1], pipes_[1][0], pipes_[1][1], saved_stdout_, saved_stderr_, control_})
+        ::close(fd);
+}
+
+void OutputCapture::begin_cell() {
+    std::lock_guard<std::mutex> lock(publish_lock_);
+    in_cell_ = true;
+    if (!held_out_.empty()) publish_("stdout", std::exchange(held_out_, {}));
+    if (!held_err_.empty()) publish_("stderr", std::exchange(held_err_, {}));
+}
+
+void OutputCapture::flush() {
+    std::fflush(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    std::unique_lock<std::mutex> lock(state_lock_);
+    const unsigned long long ticket = ++flushes_requested_;
+    const std::uint64_t one = 1;
+    (void)!::write(control_, &one, sizeof one);
+    flushed_.wait(lock, [&] { return flushes_done_ >= ticket || stopping_; });
+}
+
+void OutputCapture::end_cell() {
+    flush();
+    std::lock_guard<std::mutex> lock(publish_lock_);
+    in_cell_ = false;
+}
+
+void OutputCapture::take(int fd, const char* stream) {
+    char buffer[64 * 1024];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return;  // EAGAIN: all there is for now
+        std::lock_guard<std::mutex> lock(publish_lock_);
+        if (in_cell_) {
+            publish_(stream, std::string(buffer, static_cast<std::size_t>(got)));
+        } else {
+            std::string& held = stream[3] == 'o' ? held_out_ : held_err_;
+            if (held.size() < held_limit) held.append(buffer, static_cast<std::size_t>(got));
+        }
+    }
+}
+
+void OutputCapture::read_loop() {
+    pollfd fds[3] = {{pipes_[0][0], POLLIN, 0}, {pipes_[1][0], POLLIN, 0}, {control_, POLLIN, 0}};
+    for (;;) {
+        if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
+        if (fds[0].revents) take(pipes_[0][0], "stdout");
+        if (fds[1].revents) take(pipes_[1][0], "stderr");
+        if (fds[2].revents & POLLIN) {
+            std::uint64_t count;
+            (void)!::read(control_, &count, sizeof count);
+            // Whatever was written before the request is in the pipes now: take it all.
+            std::unique_lock<std::mutex> lock(state_lock_);
+            const unsigned long long requested = flushes_requested_;
+            const bool stop = stopping_;
+            lock.unlock();
+            take(pipes_[0][0], "stdout");
+            take(pipes_[1][0], "stderr");
+            lock.lock();
+            flushes_done_ = requested;
+            flushed_.notify_all();
+            if (stop) return;
+        }
+    }
+}
+
+}  // namespace mpify_kernel

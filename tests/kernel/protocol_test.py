@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""mpify-kernel through the real Jupyter protocol (Debian's python3-jupyter-client).
+
+  protocol_test.py --jupyter-path BUILD/share/jupyter --include-dir SRC/include
+                   --lib-dir BUILD/bin [unittest options]
+
+The kernel is started from its kernelspec, as Jupyter starts it. Run with /usr/bin/python3
+(Debian's Jupyter modules).
+"""
+import argparse
+import os
+import queue
+import sys
+import tempfile
+import time
+import unittest
+
+from jupyter_client.manager import KernelManager
+
+ARGS = None
+
+
+def children_of(pid):
+    """The pids whose parent is `pid` (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/{}/stat".format(entry)) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(entry))
+    return found
+
+
+class Kernel:
+    """One kernel process and a client, with helpers that collect a cell's messages."""
+
+    def __init__(self, workdir):
+        self.manager = KernelManager(kernel_name="mpify-cpp17")
+        self.manager.start_kernel(cwd=workdir)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def close(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)
+
+    @property
+    def pid(self):
+        return self.manager.provisioner.pid if hasattr(self.manager, "provisioner") else self.manager.kernel.pid
+
+    def start(self, code):
+        return self.client.execute(code)
+
+    def collect(self, msg_id, timeout=120, until=None):
+        """iopub messages of request msg_id, each as (arrival time, type, content), up to
+        the idle status (or until `until(message list)` is true); then the reply."""
+        messages, deadline = [], time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no idle status within {} s; got {}".format(timeout, messages))
+            try:
+                message = self.client.get_iopub_msg(timeout=left)
+            except queue.Empty:
+                continue
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append((time.monotonic(), message["msg_type"], message["content"]))
+            if until is not None and until(messages):
+                return messages, None
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                if until is not None:
+                    raise AssertionError("the cell ended before what was awaited: {}".format(messages))
+                break
+        return messages, self.reply(msg_id, timeout)
+
+    def reply(self, msg_id, timeout=60):
+        while True:
+            reply = self.client.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"]
+
+    def run(self, code, timeout=120):
+        return self.collect(self.start(code), timeout)
+
+    def request(self, send):
+        msg_id = send()
+        return self.reply(msg_id)
+
+
+def stream_text(messages, name=None):
+    return "".join(c["text"] for _, t, c in messages if t == "stream" and (name is None or c["name"] == name))
+
+
+def errors(messages):
+    return [c for _, t, c in messages if t == "error"]
+
+
+class KernelTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="mpify-kernel-test-")
+        cls.kernel = Kernel(cls.workdir)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.kernel.close()
+
+    def assert_ok(self, code, timeout=120):
+        messages, reply = self.kernel.run(code, timeout)
+        self.assertEqual(reply["status"], "ok", "cell failed: {} {}".format(reply, errors(messages)))
+        self.assertEqual(errors(messages), [])
+        return messages
+
+    def assert_error(self, code, timeout=120):
+        messages, reply = self.kernel.run(code, timeout)
+        self.assertEqual(reply["status"], "error", "cell should have failed: {}".format(messages))
+        self.assertEqual(len(errors(messages)), 1)
+        return errors(messages)[0], messages
+
+
+class Cells(KernelTest):
+    def test_compile_error_is_an_error_reply_and_the_next_cell_works(self):
+        error, _ = self.assert_error("int broken = not_declared_anywhere;")
+        self.assertEqual(error["ename"], "CompileError")
+        self.assertIn("not_declared_anywhere", error["evalue"])
+        self.assertTrue(any("error:" in line for line in error["traceback"]), error["traceback"])
+        messages = self.assert_ok('#include <cstdio>\nint after_error = 7;\nstd::printf("after %d\\n", after_error);')
+        self.assertEqual(stream_text(messages, "stdout"), "after 7\n")
+
+    def test_exception_is_an_error_reply_with_type_and_what(self):
+        error, _ = self.assert_error('#include <stdexcept>\nthrow std::out_of_range("index 12 of 3");')
+        self.assertEqual(error["ename"], "std::out_of_range")
+        self.assertEqual(error["evalue"], "index 12 of 3")
+        messages = self.assert_ok('#include <cstdio>\nstd::printf("still here\\n");')
+        self.assertEqual(stream_text(messages), "still here\n")
+
+    def test_cells_mix_declarations_and_statements_and_see_earlier_cells(self):
+        self.assert_ok("#include <iostream>\nint twice(int x) { return 2 * x; }\nint base = 20;\nbase += 1;")
+        messages = self.assert_ok('std::cout << "twice " << twice(base) << std::endl;\n'
+                                  'std::fprintf(stderr, "on stderr\\n");')
+        self.assertEqual(stream_text(messages, "stdout"), "twice 42\n")
+        self.assertEqual(stream_text(messages, "stderr"), "on stderr\n")
+
+    def test_output_arrives_while_the_cell_runs(self):
+        code = ('#include <cstdio>\n#include <unistd.h>\n'
+                'for (int i = 0; i < 10; ++i) { std::printf("tick %d\\n", i); ::usleep(100000); }')
+        messages, reply = self.kernel.run(code)
+        self.assertEqual(reply["status"], "ok")
+        ticks = [(at, c["text"]) for at, t, c in messages if t == "stream"]
+        self.assertEqual("".join(text for _, text in ticks), "".join("tick {}\n".format(i) for i in range(10)))
+        idle_at = messages[-1][0]
+        self.assertGreaterEqual(len(ticks), 5, "output came in too few messages: {}".format(ticks))
+        self.assertGreater(idle_at - ticks[0][0], 0.5, "the first line came only at the end of the cell")
+
+    def test_file_magic_writes_the_file(self):
+        messages = self.assert_ok("%%file written_by_cell.hpp\ninline int from_file() { return 5; }")
+        self.assertIn("written_by_cell.hpp", stream_text(messages))
+        with open(os.path.join(self.workdir, "written_by_cell.hpp")) as written:
+            self.assertEqual(written.read(), "inline int from_file() { return 5; }\n")
+        messages = self.assert_ok('#include "written_by_cell.hpp"\n#include <cstdio>\nstd::printf("%d\\n", from_file());')
+        self.assertEqual(stream_text(messages), "5\n")
+
+    def test_loading_a_missing_library_names_it_and_the_folders_searched(self):
+        error, _ = self.assert_error('#pragma cling add_library_path("{}")\n#pragma cling load("libno_such_lib")'
+                                     .format(ARGS.lib_dir))
+        self.assertIn("libno_such_lib", error["evalue"])
+        self.assertIn(os.path.realpath(ARGS.lib_dir), error["evalue"])
+
+    def test_unknown_cling_pragma_is_an_error(self):
+        error, _ = self.assert_error('#pragma cling optimize(2)')
+        self.assertIn("optimize", error["evalue"])
+
+    def test_display_and_update_in_place(self):
+        code = ('#include <xcpp/xdisplay.hpp>\n'
+                'struct Badge { std::string label; };\n'
+                'nl::json mime_bundle_repr(const Badge& b) {\n'
+                '    return {{"text/html", "<b>" + b.label + "</b>"}, {"text/plain", b.label},\n'
+                '            {"image/svg+xml", "<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'4\' height=\'4\'/>"}};\n'
+                '}\n'
+                'std::printf("before\\n");\n'
+                'xcpp::display(Badge{"first"}, "badge");\n'
+                'xcpp::display(Badge{"second"}, "badge", true);\n'
+                'xcpp::display(42);')
+        messages = self.assert_ok(code)
+        kinds = [(t, c) for _, t, c in messages if t in ("stream", "display_data", "update_display_data")]
+        self.assertEqual([t for t, _ in kinds], ["stream", "display_data", "update_display_data", "display_data"])
+        self.assertEqual(kinds[1][1]["data"]["text/html"], "<b>first</b>")
+        self.assertIn("image/svg+xml", kinds[1][1]["data"])
+        self.assertEqual(kinds[1][1]["transient"]["display_id"], "badge")
+        self.assertEqual(kinds[2][1]["data"]["text/plain"], "second")
+        self.assertEqual(kinds[3][1]["data"], {"text/plain": "42"})
+
+
+class Requests(KernelTest):
+    def test_kernel_info(self):
+        info = self.kernel.request(self.kernel.client.kernel_info)
+        self.assertEqual(info["language_info"]["name"], "c++")
+        self.assertEqual(info["language_info"]["version"], "17")
+        self.assertEqual(info["language_info"]["mimetype"], "text/x-c++src")
+
+    def test_is_complete(self):
+        def status(code):
+            return self.kernel.request(lambda: self.kernel.client.is_complete(code))["status"]
+        self.assertEqual(status("int f() {"), "incomplete")
+        self.assertEqual(status("int x = f(1,"), "incomplete")
+        self.assertEqual(status("int x = 1;"), "complete")
+        self.assertEqual(status('const char* s = "}";'), "complete")
+        self.assertEqual(status("}"), "invalid")
+
+    def test_completion_offers_namespace_members_and_names(self):
+        self.assert_ok('#pragma cling add_include_path("{}")\n#include <mpify/mpify.hpp>\nint my_counter = 0;'
+                       .format(ARGS.include_dir))
+        code = "auto r = mpify::ra"
+        reply = self.kernel.request(lambda: self.kernel.client.complete(code, len(code)))
+        self.assertIn("ranch", reply["matches"])
+        self.assertEqual(reply["cursor_start"], len(code) - 2)
+        self.assertEqual(reply["cursor_end"], len(code))
+        code = "my_cou"
+        reply = self.kernel.request(lambda: self.kernel.client.complete(code, len(code)))
+        self.assertEqual(reply["matches"], ["my_counter"])
+
+
+class Interrupts(KernelTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        messages, reply = cls.kernel.run(
+            '#pragma cling add_include_path("{include}")\n'
+            '#pragma cling add_library_path("{lib}")\n'
+            '#pragma cling load("libmpify_kernel_test_functions")\n'.format(include=ARGS.include_dir, lib=ARGS.lib_dir))
+        assert reply["status"] == "ok", messages
+        messages, reply = cls.kernel.run(
+            '#include <mpify/mpify.hpp>\n#include <mpify/ddp_guard.hpp>\n#include <cstdio>\n'
+            'namespace kernel_test { int sleep_seconds(int); long all_reduce_for(int); }\n'
+            'std::printf("warm-up %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
+        assert reply["status"] == "ok" and "warm-up 1" in stream_text(messages), messages
+
+    def interrupt_after(self, code, started_text):
+        """Runs `code`, interrupts the kernel once `started_text` was printed, and returns
+        (seconds from interrupt to idle, error content)."""
+        before = children_of(self.kernel.pid)
+        msg_id = self.kernel.start(code)
+        self.kernel.collect(msg_id, timeout=60, until=lambda m: started_text in stream_text(m))
+        self.assertGreater(len(children_of(self.kernel.pid) - before), 0, "no worker was running")
+        interrupted_at = time.monotonic()
+        self.kernel.manager.interrupt_kernel()
+        messages, reply = self.kernel.collect(msg_id, timeout=30)
+        took = messages[-1][0] - interrupted_at
+        self.assertEqual(reply["status"], "error")
+        self.assertEqual(children_of(self.kernel.pid), before, "a worker outlived the interrupted call")
+        return took, errors(messages)[0]
+
+    def test_interrupt_stops_a_ranch_and_the_kernel_lives_on(self):
+        took, error = self.interrupt_after("auto slept = mpify::ranch(2, kernel_test::sleep_seconds, 60);",
+                                           "[rank 1] sleeping")
+        self.assertEqual(error["ename"], "mpify::Interrupted")
+        self.assertLess(took, 2.0)
+        messages = self.assert_ok('std::printf("after %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
+        self.assertIn("after 1", stream_text(messages))
+
+    def test_interrupt_stops_in_ddp_training(self):
+        took, error = self.interrupt_after("auto rounds = mpify::in_ddp(2, kernel_test::all_reduce_for, 60);",
+                                           "[rank 1] first round done")
+        self.assertEqual(error["ename"], "mpify::Interrupted")
+        self.assertLess(took, 2.0)
+        self.assert_ok('std::printf("ok\\n");')
+
+
+class Restart(KernelTest):
+    def test_restart_forgets_the_session_and_works(self):
+        self.assert_ok("int before_restart = 1;")
+        old_pid = self.kernel.pid
+        self.kernel.manager.restart_kernel(now=False)
+        self.kernel.client.wait_for_ready(timeout=60)
+        self.assertNotEqual(self.kernel.pid, old_pid)
+        error, _ = self.assert_error("int again = before_restart;")
+        self.assertEqual(error["ename"], "CompileError")
+        self.assert_ok("int after_restart = 2;")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jupyter-path", required=True)
+    parser.add_argument("--include-dir", required=True)
+    parser.add_argument("--lib-dir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    ARGS.include_dir, ARGS.lib_dir = os.path.abspath(ARGS.include_dir), os.path.abspath(ARGS.lib_dir)
+    os.environ["JUPYTER_PATH"] = ARGS.jupyter_path
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

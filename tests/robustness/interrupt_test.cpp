@@ -1,0 +1,68 @@
+// Stopping a running call from outside: mpify::request_interrupt() and stop_on_sigint().
+#include "functions.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <atomic>
+#include <exception>
+#include <string>
+
+namespace {
+
+// Options whose output callback calls `act` once, when `rank` says "waiting" or prints
+// its marker: the worker is running by then.
+mpify::Options act_when_running(int rank, void (*act)()) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    mpify::Options options;
+    options.on_output = [rank, act, done](int from, mpify::Stream, const std::string&) {
+        if (from == rank && !done->exchange(true)) act();
+    };
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("request_interrupt stops every worker and ranch throws Interrupted", "[robustness][interrupt]") {
+    mpify::Options options = act_when_running(2, [] { mpify::request_interrupt(); });
+    options.caller_rank = std::nullopt;  // only workers, which never end by themselves
+    try {
+        mpify::ranch(options, 3, in_library::hang_on_workers, 7);
+        FAIL("ranch returned");
+    } catch (const mpify::Interrupted& e) {
+        CHECK_THAT(e.what(), Catch::Contains("interrupted"));
+        CHECK_NOTHROW(std::rethrow_if_nested(e));  // nothing else failed
+    }
+    CHECK(mpify_test::has_no_children());
+    // The interrupt was for that call only: the next one runs.
+    CHECK(mpify::ranch(2, in_library::add, 1, 2) == std::vector<int>{3, 4});
+}
+
+TEST_CASE("the caller's rank sees interrupt_requested() and the call is interrupted", "[robustness][interrupt]") {
+    CHECK_FALSE(mpify::interrupt_requested());  // outside a call
+    const mpify::Options options = act_when_running(1, [] { mpify::request_interrupt(); });
+    try {
+        mpify::ranch(options, 2, in_library::wait_for_interrupt, 60);
+        FAIL("ranch returned");
+    } catch (const mpify::Interrupted& e) {
+        CHECK_NOTHROW(std::rethrow_if_nested(e));  // rank 0 saw the interrupt: it did not throw
+    }
+    CHECK(mpify_test::has_no_children());
+    CHECK_FALSE(mpify::interrupt_requested());
+}
+
+TEST_CASE("an interrupt while no call runs changes nothing", "[robustness][interrupt]") {
+    mpify::request_interrupt();
+    CHECK(mpify::ranch(2, in_library::add, 1, 2) == std::vector<int>{3, 4});
+}
+
+TEST_CASE("after stop_on_sigint, SIGINT during a call interrupts it", "[robustness][interrupt]") {
+    mpify::stop_on_sigint();
+    mpify::Options options = act_when_running(1, [] { ::raise(SIGINT); });
+    options.caller_rank = std::nullopt;
+    CHECK_THROWS_AS(mpify::ranch(options, 2, in_library::hang_on_workers, 3), mpify::Interrupted);
+    CHECK(mpify_test::has_no_children());
+    ::signal(SIGINT, SIG_DFL);
+}
