@@ -26,6 +26,22 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
     return cli;
 }
 
+void save_pictures(const CommandLine& cli, const std::string& name, const History& history,
+                   const std::vector<LabeledImage>& batch, const std::vector<LabeledImage>& results) {
+    const std::string stem = cli.out_dir + "/" + name;
+    std::string saved = stem + "_losses.svg";
+    plot_losses(history).save(saved);
+    if (!batch.empty()) {
+        show_batch(batch).save(stem + "_batch.svg");
+        saved += ", " + stem + "_batch.svg";
+    }
+    if (!results.empty()) {
+        show_results(results).save(stem + "_results.svg");
+        saved += ", " + stem + "_results.svg";
+    }
+    std::printf("pictures: %s\n", saved.c_str());
+}
+
 int report(const History& alone, const History& together, const std::string& metric, double target, Goal goal) {
     const std::vector<std::pair<std::string, const History*>> runs = {
         {"1 process", &alone}, {std::to_string(together.world_size) + " processes", &together}};

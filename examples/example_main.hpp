@@ -2,6 +2,7 @@
 // What the examples' command-line programs share: their options, and the closing
 // table that puts the single-process and the in_ddp run side by side.
 #include <learner/history.hpp>
+#include <visuals/pictures.hpp>
 
 #include <mpify/ddp_guard.hpp>
 
@@ -33,6 +34,11 @@ std::pair<Result, Result> train_alone_then_together(const CommandLine& cli, cons
     Result together = mpify::in_ddp(cli.procs, train, config);
     return {std::move(alone), std::move(together)};
 }
+
+/// Saves a run's pictures into cli.out_dir: <name>_losses.svg, and when there are
+/// images <name>_batch.svg and <name>_results.svg; prints where they went.
+void save_pictures(const CommandLine& cli, const std::string& name, const History& history,
+                   const std::vector<LabeledImage>& batch = {}, const std::vector<LabeledImage>& results = {});
 
 /// Whether a metric must end above or below its target.
 enum class Goal { at_least, at_most };

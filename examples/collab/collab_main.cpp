@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     const CommandLine cli = parse_command_line(argc, argv, "collab");
 
     const auto [alone, together] = train_alone_then_together(cli, "collab", collab::train, collab::Config{});
+    save_pictures(cli, "collab", together.history);
 
     std::printf("\nheld-out ratings, first ones:\n");
     for (const collab::Prediction& p : together.predictions)

@@ -4,6 +4,7 @@
 
 #include <data/fashion_mnist.hpp>
 #include <learner/learner.hpp>
+#include <visuals/tensor_image.hpp>
 
 #include <mpify/registry.hpp>
 
@@ -27,9 +28,15 @@ Result train(Config config) {
     const at::Tensor probabilities = learn.predict(test_set.images.narrow(0, 0, 8)).softmax(1);
     for (std::int64_t i = 0; i < 8; ++i) {
         const auto [confidence, predicted] = probabilities[i].max(0);
-        result.predictions.push_back({static_cast<int>(test_set.labels[i].item<std::int64_t>()),
-                                      static_cast<int>(predicted.item<std::int64_t>()), confidence.item<double>()});
+        const Prediction p{static_cast<int>(test_set.labels[i].item<std::int64_t>()),
+                           static_cast<int>(predicted.item<std::int64_t>()), confidence.item<double>()};
+        result.predictions.push_back(p);
+        result.results.push_back({image_from_tensor(test_set.images[i]), class_names.at(p.label),
+                                  class_names.at(p.predicted)});
     }
+    for (std::int64_t i = 0; i < 12; ++i)
+        result.batch.push_back({image_from_tensor(train_set.images[i]),
+                                class_names.at(static_cast<std::size_t>(train_set.labels[i].item<std::int64_t>())), ""});
     return result;
 }
 

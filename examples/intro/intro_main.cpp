@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     const CommandLine cli = parse_command_line(argc, argv, "intro");
 
     const auto [alone, together] = train_alone_then_together(cli, "intro", intro::train, intro::Config{});
+    save_pictures(cli, "intro", together.history, together.batch, together.results);
 
     std::printf("\nFashion-MNIST test set, first images:\n");
     for (const intro::Prediction& p : together.predictions)

@@ -16,6 +16,8 @@ public:
     virtual ~Callback() = default;
     /// Before the first epoch of a fit of `epochs` epochs.
     virtual void before_fit(const Learner& /*learner*/, int /*epochs*/) {}
+    /// Before each epoch's training: `epoch` is 1-based, `batches` this rank will run.
+    virtual void before_epoch(const Learner& /*learner*/, int /*epoch*/, std::int64_t /*batches*/) {}
     /// After each training batch, with its loss on this rank.
     virtual void after_batch(const Learner& /*learner*/, std::int64_t /*batch*/, double /*loss*/) {}
     /// After each epoch's validation; `history.epochs.back()` is the epoch just done.

@@ -1,6 +1,8 @@
 #pragma once
 // What a training run returns: one record per epoch. Free of LibTorch, so a notebook can
 // include it (and the examples' headers) without paying LibTorch's compile time.
+#include <visuals/image.hpp>
+
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
@@ -32,6 +34,7 @@ struct History {
     std::vector<EpochRecord> epochs;
     int world_size = 1;  ///< processes that trained
     double seconds = 0;  ///< wall time of the whole fit
+    std::vector<double> batch_losses;  ///< training loss of every batch, in order (this rank's)
 
     /// The last epoch's value of metric `name` (or "train_loss" / "valid_loss").
     /// Throws std::out_of_range naming the metric when there is no such metric or epoch.
@@ -49,20 +52,23 @@ struct History {
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & metric_names & epochs & world_size & seconds;
+        ar & metric_names & epochs & world_size & seconds & batch_losses;
     }
 };
 
 /// What an example's training function returns (from rank 0 under in_ddp): the
-/// history and the model's answers for the first few validation samples.
+/// history and the model's answers for the first few validation samples, and, for the
+/// examples with images, pictures' material (visuals/pictures.hpp draws them).
 template <class Prediction>
 struct TrainingResult {
     History history;
     std::vector<Prediction> predictions;
+    std::vector<LabeledImage> batch;    ///< the first training samples, with their labels
+    std::vector<LabeledImage> results;  ///< the first test samples, with the model's answers
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & history & predictions;
+        ar & history & predictions & batch & results;
     }
 };
 

@@ -2,6 +2,8 @@
 
 #include "one_cycle.hpp"
 
+#include <visuals/progress_bar.hpp>
+
 #include <mpify/ddp.hpp>
 #include <mpify/distributed_sampler.hpp>
 #include <mpify/process.hpp>
@@ -73,6 +75,7 @@ Learner::Learner(DataLoaders data, std::shared_ptr<AnyModel> model, LossFunction
     if (data_.batch_size < 1) throw std::invalid_argument("Learner: batch_size must be at least 1");
     if (data_.train.size() == 0 || data_.valid.size() == 0)
         throw std::invalid_argument("Learner: the training and validation sets must not be empty");
+    callbacks_.push_back(std::make_shared<ProgressBar>());  // first: on a terminal it erases its line
     callbacks_.push_back(std::make_shared<ProgressPrinter>());
     keep_freed_memory();
     if (mpify::ddp::active()) {
@@ -140,6 +143,7 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
     for (const auto& cb : callbacks_) cb->before_fit(*this, epochs);
     for (int epoch = 0; epoch < epochs; ++epoch) {
         const auto epoch_start = Clock::now();
+        for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
         sampler.set_epoch(epoch);
         const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
         model_->train();
@@ -155,6 +159,7 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
             optimizer.step();
             const double value = loss.item<double>();
             train_loss_sum += value;
+            history.batch_losses.push_back(value);
             for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
         }
 

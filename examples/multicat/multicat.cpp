@@ -1,7 +1,9 @@
 #include "multicat.hpp"
 
 #include <data/fashion_mnist.hpp>
+#include <intro/intro.hpp>
 #include <learner/learner.hpp>
+#include <visuals/tensor_image.hpp>
 
 #include <mpify/registry.hpp>
 
@@ -51,6 +53,13 @@ std::vector<int> label_set(const at::Tensor& row) {
     return labels;
 }
 
+// "Bag + Coat": the class names of a label set.
+std::string names_of(const std::vector<int>& labels) {
+    std::string text;
+    for (int label : labels) text += (text.empty() ? "" : " + ") + intro::class_names.at(static_cast<std::size_t>(label));
+    return text.empty() ? "(nothing)" : text;
+}
+
 }  // namespace
 
 Result train(Config config) {
@@ -67,8 +76,13 @@ Result train(Config config) {
     Result result;
     result.history = learn.fit_one_cycle(config.epochs, config.max_lr);
     const at::Tensor predicted = learn.predict(test_pairs.inputs.narrow(0, 0, 8)).sigmoid().gt(config.threshold);
-    for (std::int64_t i = 0; i < 8; ++i)
+    for (std::int64_t i = 0; i < 8; ++i) {
         result.predictions.push_back({label_set(test_pairs.targets[i].gt(0.5)), label_set(predicted[i])});
+        result.results.push_back({image_from_tensor(test_pairs.inputs[i]), names_of(result.predictions.back().labels),
+                                  names_of(result.predictions.back().predicted)});
+    }
+    for (std::int64_t i = 0; i < 12; ++i)
+        result.batch.push_back({image_from_tensor(train_pairs.inputs[i]), names_of(label_set(train_pairs.targets[i].gt(0.5))), ""});
     return result;
 }
 

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     const CommandLine cli = parse_command_line(argc, argv, "multicat");
 
     const auto [alone, together] = train_alone_then_together(cli, "multicat", multicat::train, multicat::Config{});
+    save_pictures(cli, "multicat", together.history, together.batch, together.results);
 
     std::printf("\ntest pairs, first ones:\n");
     for (const multicat::Prediction& p : together.predictions)

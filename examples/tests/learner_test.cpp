@@ -108,5 +108,6 @@ TEST_CASE("max_batches caps the batches of every epoch", "[learner]") {
     const History h = learn.fit(2, 0.01);
     REQUIRE(h.epochs.size() == 2);
     CHECK(h.epochs.back().batches == 3);
+    CHECK(h.batch_losses.size() == 6);  // every batch's loss, for plot_losses
     CHECK_THROWS_WITH(learn.fit(0, 0.01), Contains("epochs must be at least 1"));
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""mpify-kernel's numbers, measured in one run (not a test: nothing is asserted).
+
+  /usr/bin/python3 benchmarks/kernel_bench.py --build-dir build [--rounds 20]
+
+- start: from starting the kernel process to the first cell's output (median of 5);
+- ranch(4, noop) from a kernel cell, after a first call, against the same call from a
+  compiled program (mpify_bench_compiled_ranch), both timed in-process (median);
+- a cell printing 10 000 lines: all delivered, in order, and how fast (lines/s between
+  the cell's start and its last output message).
+"""
+import argparse
+import os
+import queue
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from jupyter_client.manager import KernelManager
+
+
+def run_cell(client, code, timeout=300):
+    msg_id = client.execute(code)
+    messages, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            message = client.get_iopub_msg(timeout=deadline - time.monotonic())
+        except queue.Empty:
+            break
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append((time.monotonic(), message["msg_type"], message["content"]))
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return messages
+    raise RuntimeError("the cell did not finish: {}".format(messages))
+
+
+def text_of(messages):
+    return "".join(c["text"] for _, t, c in messages if t == "stream")
+
+
+def start_kernel():
+    manager = KernelManager(kernel_name="mpify-cpp17")
+    started = time.monotonic()
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    messages = run_cell(client, '#include <cstdio>\nstd::printf("ready\\n");')
+    first = next(at for at, t, c in messages if t == "stream" and "ready" in c["text"])
+    return manager, client, first - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", type=Path, default=Path("build"))
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    build = args.build_dir.resolve()
+    os.environ["JUPYTER_PATH"] = str(build / "share" / "jupyter")
+    include = Path(__file__).resolve().parent.parent / "include"
+
+    starts = []
+    for _ in range(5):
+        manager, client, seconds = start_kernel()
+        starts.append(seconds)
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    print("kernel start to first cell output: median {:.3f} s (runs: {})".format(
+        statistics.median(starts), ", ".join("{:.3f}".format(s) for s in starts)))
+
+    manager, client, _ = start_kernel()
+    try:
+        setup = ('#pragma cling add_include_path("{}")\n#pragma cling add_library_path("{}")\n'
+                 '#pragma cling load("libmpify_bench_functions")\n'.format(include, build / "bin"))
+        run_cell(client, setup)
+        cell = ('#include <mpify/mpify.hpp>\n#include <algorithm>\n#include <chrono>\n#include <cstdio>\n#include <vector>\n'
+                'namespace mpify_bench { void noop(); }\n'
+                'mpify::ranch(4, mpify_bench::noop);\n'
+                'std::vector<double> seconds;\n'
+                'for (int i = 0; i < %d; ++i) {\n'
+                '    const auto start = std::chrono::steady_clock::now();\n'
+                '    mpify::ranch(4, mpify_bench::noop);\n'
+                '    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());\n'
+                '}\n'
+                'std::sort(seconds.begin(), seconds.end());\n'
+                'std::printf("median %%.6f\\n", seconds[seconds.size() / 2]);' % args.rounds)
+        in_kernel = float(text_of(run_cell(client, cell)).split("median")[1])
+        compiled_output = subprocess.run([str(build / "bin" / "mpify_bench_compiled_ranch"), str(args.rounds)],
+                                         check=True, capture_output=True, text=True).stdout
+        compiled = float(compiled_output.split("median")[1])
+        print("ranch(4, noop), median of {}: kernel cell {:.4f} s, compiled program {:.4f} s, ratio {:.2f}".format(
+            args.rounds, in_kernel, compiled, in_kernel / compiled))
+
+        lines = 10000
+        messages = run_cell(client, '#include <cstdio>\nfor (int i = 0; i < %d; ++i) std::printf("line %%d\\n", i);'
+                            % lines)
+        received = text_of(messages).splitlines()
+        in_order = received == ["line {}".format(i) for i in range(lines)]
+        busy = next(at for at, t, c in messages if t == "execute_input")
+        last = max(at for at, t, c in messages if t == "stream")
+        print("{} lines printed: {} received, {}, in {} messages, {:.0f} lines/s".format(
+            lines, len(received), "in order" if in_order else "NOT IN ORDER",
+            sum(1 for _, t, _ in messages if t == "stream"), lines / (last - busy)))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+if __name__ == "__main__":
+    main()

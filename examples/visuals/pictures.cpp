@@ -1,0 +1,153 @@
+#include "pictures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace mpify_examples {
+namespace {
+
+std::string escaped(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string number(double value, const char* format = "%.4g") {
+    char text[32];
+    std::snprintf(text, sizeof text, format, value);
+    return text;
+}
+
+std::string svg_open(int width, int height) {
+    return "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" +
+           std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+           std::to_string(width) + " " + std::to_string(height) +
+           "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+}
+
+std::string text_at(double x, double y, const std::string& text, const char* anchor = "middle",
+                    const char* color = "#333") {
+    return "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" text-anchor=\"" + anchor + "\" fill=\"" + color +
+           "\">" + escaped(text) + "</text>\n";
+}
+
+// A grid of images scaled up `scale` times, each with one caption line under it.
+Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_predictions) {
+    if (images.empty()) return Svg{svg_open(200, 30) + text_at(100, 20, "(no images)") + "</svg>\n"};
+    columns = std::max(1, std::min<int>(columns, static_cast<int>(images.size())));
+    const int scale = 3, gap = 8, caption = 18;
+    auto caption_of = [&](const LabeledImage& item) {
+        return with_predictions ? item.predicted + " / " + item.label : item.label;
+    };
+    int tile_width = 0, tile_height = 0;
+    for (const LabeledImage& item : images) {
+        // Room for the caption too: about 7 px a character at 12 px sans-serif.
+        tile_width = std::max({tile_width, item.image.width * scale, static_cast<int>(caption_of(item).size()) * 7 + 8});
+        tile_height = std::max(tile_height, item.image.height * scale);
+    }
+    const int rows = (static_cast<int>(images.size()) + columns - 1) / columns;
+    const int width = columns * (tile_width + gap) + gap;
+    const int height = rows * (tile_height + caption + gap) + gap;
+    std::string svg = svg_open(width, height);
+    for (std::size_t i = 0; i < images.size(); ++i) {
+        const LabeledImage& item = images[i];
+        const int x = gap + static_cast<int>(i % columns) * (tile_width + gap);
+        const int y = gap + static_cast<int>(i / columns) * (tile_height + caption + gap);
+        const int w = item.image.width * scale, h = item.image.height * scale;
+        const std::string data = "data:image/png;base64," + base64(encode_png(item.image));
+        svg += "<image x=\"" + std::to_string(x + (tile_width - w) / 2) + "\" y=\"" + std::to_string(y) +
+               "\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
+               "\" style=\"image-rendering:pixelated\" href=\"" + data + "\" xlink:href=\"" + data + "\"/>\n";
+        const double middle = x + tile_width / 2.0, baseline = y + tile_height + 14;
+        const char* color = !with_predictions ? "#333" : item.predicted == item.label ? "#1a7f37" : "#cf222e";
+        svg += text_at(middle, baseline, caption_of(item), "middle", color);
+    }
+    return Svg{svg + "</svg>\n"};
+}
+
+}  // namespace
+
+void Svg::save(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("cannot write the picture " + path + " (does its folder exist?)");
+}
+
+Svg plot_losses(const History& history) {
+    const int width = 520, height = 320;
+    const double left = 60, right = 20, top = 30, bottom = 45;
+    const double plot_width = width - left - right, plot_height = height - top - bottom;
+
+    // x: batches trained so far; the training loss of batch k is at k, an epoch's
+    // validation loss at the end of its batches.
+    std::vector<std::pair<double, double>> train, valid;
+    double batches_done = 0;
+    std::size_t next_batch_loss = 0;
+    for (const EpochRecord& epoch : history.epochs) {
+        for (std::int64_t b = 0; b < epoch.batches && next_batch_loss < history.batch_losses.size(); ++b)
+            train.emplace_back(++batches_done, history.batch_losses[next_batch_loss++]);
+        if (history.batch_losses.empty()) {
+            batches_done += static_cast<double>(epoch.batches);
+            train.emplace_back(batches_done, epoch.train_loss);
+        }
+        valid.emplace_back(batches_done, epoch.valid_loss);
+    }
+    double x_max = std::max(1.0, batches_done), y_max = 0;
+    for (const auto& points : {train, valid})
+        for (const auto& [x, y] : points)
+            if (std::isfinite(y)) y_max = std::max(y_max, y);
+    y_max = y_max > 0 ? y_max * 1.1 : 1.0;
+    auto px = [&](double x) { return left + x / x_max * plot_width; };
+    auto py = [&](double y) { return top + plot_height - std::clamp(y, 0.0, y_max) / y_max * plot_height; };
+
+    std::string svg = svg_open(width, height);
+    svg += text_at(width / 2.0, 18, "losses (" + std::to_string(history.world_size) + " process" +
+                                        (history.world_size == 1 ? ")" : "es)"));
+    for (int i = 0; i <= 4; ++i) {  // horizontal grid and the loss axis
+        const double y = y_max * i / 4;
+        svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_width) + "\" y1=\"" + number(py(y)) +
+               "\" y2=\"" + number(py(y)) + "\" stroke=\"#ddd\"/>\n";
+        svg += text_at(left - 6, py(y) + 4, number(y, "%.2f"), "end");
+    }
+    for (const auto& [x, y] : valid)  // epoch boundaries on the batch axis
+        svg += text_at(px(x), top + plot_height + 16, number(x, "%.0f"));
+    svg += text_at(left + plot_width / 2, height - 8, "batches trained");
+    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) +
+           "\" height=\"" + number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+    auto polyline = [&](const std::vector<std::pair<double, double>>& points, const char* color, bool dots) {
+        std::string line = "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\" points=\"";
+        for (const auto& [x, y] : points) line += number(px(x)) + "," + number(py(y)) + " ";
+        line += "\"/>\n";
+        if (dots)
+            for (const auto& [x, y] : points)
+                line += "<circle cx=\"" + number(px(x)) + "\" cy=\"" + number(py(y)) + "\" r=\"3.5\" fill=\"" + color +
+                        "\"/>\n";
+        return line;
+    };
+    svg += polyline(train, "#1f77b4", false);
+    svg += polyline(valid, "#ff7f0e", true);
+    const double legend_x = left + plot_width - 120, legend_y = top + 14;
+    svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 20) + "\" y1=\"" + number(legend_y - 4) +
+           "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n";
+    svg += text_at(legend_x + 26, legend_y, "train (per batch)", "start");
+    svg += "<circle cx=\"" + number(legend_x + 10) + "\" cy=\"" + number(legend_y + 12) + "\" r=\"3.5\" fill=\"#ff7f0e\"/>\n";
+    svg += text_at(legend_x + 26, legend_y + 16, "valid (per epoch)", "start");
+    return Svg{svg + "</svg>\n"};
+}
+
+Svg show_batch(const std::vector<LabeledImage>& images, int columns) { return image_grid(images, columns, false); }
+
+Svg show_results(const std::vector<LabeledImage>& images, int columns) { return image_grid(images, columns, true); }
+
+}  // namespace mpify_examples

@@ -1,0 +1,41 @@
+#pragma once
+// fastai-style pictures of a training run, as SVG: the loss curves (plot_losses), a grid
+// of training images with their labels (show_batch), and test images with the model's
+// answer beside the truth (show_results).
+//
+// Free of LibTorch, like the examples' headers: a notebook includes it and shows the
+// pictures with xcpp::display (include visuals/notebook.hpp for that); the command-line
+// programs save them next to their CSVs.
+#include <learner/history.hpp>
+#include <visuals/image.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mpify_examples {
+
+/// An SVG document.
+struct Svg {
+    std::string text;
+    /// Writes the document to `path`; throws std::runtime_error naming it on failure.
+    void save(const std::string& path) const;
+};
+
+/// Training loss of every batch (rank 0's) and validation loss of every epoch, against
+/// the number of batches trained, as fastai's Recorder.plot_loss draws them.
+Svg plot_losses(const History& history);
+
+/// Images in a grid of `columns`, each captioned with its label.
+Svg show_batch(const std::vector<LabeledImage>& images, int columns = 6);
+
+/// Images in a grid of `columns`, each captioned "predicted / truth", green when the
+/// model was right and red when it was not.
+Svg show_results(const std::vector<LabeledImage>& images, int columns = 4);
+
+/// A PNG file's bytes for a grayscale image (used inside the SVGs).
+std::string encode_png(const Image& image);
+
+/// Base64 of `bytes` (RFC 4648, with padding).
+std::string base64(const std::string& bytes);
+
+}  // namespace mpify_examples
