@@ -5,17 +5,24 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 namespace mpify_kernel {
 namespace {
 
 constexpr std::size_t held_limit = 1 << 20;  // output between cells kept for the next cell
+// Output is sent this long after it came, or at once when this much has piled up.
+constexpr std::chrono::milliseconds batching_delay{10};
+constexpr std::size_t large_enough = 256 * 1024;
 
 void check(int result, const char* what) {
     if (result < 0) throw std::system_error(errno, std::generic_category(), what);
@@ -78,38 +85,61 @@ void OutputCapture::end_cell() {
     in_cell_ = false;
 }
 
-void OutputCapture::take(int fd, const char* stream) {
+void OutputCapture::take(int fd, std::string& pending) {
     char buffer[64 * 1024];
     for (;;) {
         const ssize_t got = ::read(fd, buffer, sizeof buffer);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) return;  // EAGAIN: all there is for now
-        std::lock_guard<std::mutex> lock(publish_lock_);
+        pending.append(buffer, static_cast<std::size_t>(got));
+    }
+}
+
+void OutputCapture::send_pending() {
+    std::lock_guard<std::mutex> lock(publish_lock_);
+    for (auto [pending, held, stream] : {std::tuple{&pending_out_, &held_out_, "stdout"},
+                                         std::tuple{&pending_err_, &held_err_, "stderr"}}) {
+        if (pending->empty()) continue;
         if (in_cell_) {
-            publish_(stream, std::string(buffer, static_cast<std::size_t>(got)));
-        } else {
-            std::string& held = stream[3] == 'o' ? held_out_ : held_err_;
-            if (held.size() < held_limit) held.append(buffer, static_cast<std::size_t>(got));
+            publish_(stream, *pending);
+        } else if (held->size() < held_limit) {
+            held->append(*pending, 0, held_limit - held->size());
         }
+        pending->clear();
     }
 }
 
 void OutputCapture::read_loop() {
+    using Clock = std::chrono::steady_clock;
     pollfd fds[3] = {{pipes_[0][0], POLLIN, 0}, {pipes_[1][0], POLLIN, 0}, {control_, POLLIN, 0}};
+    std::optional<Clock::time_point> send_at;  // when what is pending goes out
     for (;;) {
-        if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
-        if (fds[0].revents) take(pipes_[0][0], "stdout");
-        if (fds[1].revents) take(pipes_[1][0], "stderr");
+        int timeout = -1;
+        if (send_at)
+            timeout = static_cast<int>(std::max<long long>(
+                0, std::chrono::duration_cast<std::chrono::milliseconds>(*send_at - Clock::now()).count()));
+        if (::poll(fds, 3, timeout) < 0 && errno != EINTR) return;
+        if (fds[0].revents) take(pipes_[0][0], pending_out_);
+        if (fds[1].revents) take(pipes_[1][0], pending_err_);
+        const bool pending = !pending_out_.empty() || !pending_err_.empty();
+        if (pending && !send_at) send_at = Clock::now() + batching_delay;
+        const bool large = pending_out_.size() + pending_err_.size() >= large_enough;
+        if (send_at && (large || Clock::now() >= *send_at)) {
+            send_pending();
+            send_at.reset();
+        }
         if (fds[2].revents & POLLIN) {
             std::uint64_t count;
             (void)!::read(control_, &count, sizeof count);
-            // Whatever was written before the request is in the pipes now: take it all.
+            // Whatever was written before the request is in the pipes now: send it all.
             std::unique_lock<std::mutex> lock(state_lock_);
             const unsigned long long requested = flushes_requested_;
             const bool stop = stopping_;
             lock.unlock();
-            take(pipes_[0][0], "stdout");
-            take(pipes_[1][0], "stderr");
+            take(pipes_[0][0], pending_out_);
+            take(pipes_[1][0], pending_err_);
+            send_pending();
+            send_at.reset();
             lock.lock();
             flushes_done_ = requested;
             flushed_.notify_all();

@@ -3,9 +3,11 @@
 // workers' relayed `[rank k]` lines, a crashing library's last words — to the front end
 // while a cell runs.
 //
-// fds 1 and 2 become pipes; a thread reads them and hands each chunk to the sink as it
-// arrives, so a training cell shows its progress live. Between cells nothing is sent
-// (xeus talks to the front end then): output that arrives goes out with the next cell.
+// fds 1 and 2 become pipes; a thread reads them and hands what came to the sink within
+// `batching_delay` (10 ms), so a training cell shows its progress live while a cell
+// that prints 10 000 lines sends a few large messages, not 10 000 small ones. Between
+// cells nothing is sent (xeus talks to the front end then): output that arrives goes
+// out with the next cell.
 // The sink is called with the kernel's publish lock held (see Publisher).
 #include <condition_variable>
 #include <functional>
@@ -40,7 +42,10 @@ public:
 
 private:
     void read_loop();
-    void take(int fd, const char* stream);
+    /// Reads what `fd` holds now into `pending`.
+    void take(int fd, std::string& pending);
+    /// Hands the pending output to the sink (or holds it, between cells).
+    void send_pending();
 
     Sink publish_;
     std::mutex& publish_lock_;
@@ -54,6 +59,7 @@ private:
     bool stopping_ = false;
     bool in_cell_ = false;               // guarded by publish_lock_
     std::string held_out_, held_err_;    // guarded by publish_lock_
+    std::string pending_out_, pending_err_;  // read, not sent yet (the reader's own)
     std::thread reader_;
 };
 

@@ -92,7 +92,8 @@ def main():
     port, token = free_port(), secrets.token_hex(16)
     server = subprocess.Popen(
         ["/usr/bin/python3", "-m", "notebook", "--no-browser", "--ip=127.0.0.1", "--port={}".format(port),
-         "--port-retries=0", "--NotebookApp.token=" + token, "--notebook-dir=" + str(folder)],
+         "--port-retries=0", "--NotebookApp.token=" + token, "--notebook-dir=" + str(folder)]
+        + (["--allow-root"] if os.geteuid() == 0 else []),
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = "http://127.0.0.1:{}".format(port)
     driver = None
@@ -155,7 +156,8 @@ def main():
     finally:
         if driver is not None:
             driver.quit()
-        os.killpg(server.pid, signal.SIGTERM)  # the server shuts its kernels down on the way out
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)  # the server shuts its kernels down on the way out
         try:
             output, _ = server.communicate(timeout=30)
         except subprocess.TimeoutExpired:
