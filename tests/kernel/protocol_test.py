@@ -18,6 +18,8 @@ import unittest
 from jupyter_client.manager import KernelManager
 
 ARGS = None
+# A 1x1 grayscale PNG, base64 (what a display bundle carries for image/png).
+ONE_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
 
 
 def children_of(pid):
@@ -187,15 +189,20 @@ class Cells(KernelTest):
                 'std::printf("before\\n");\n'
                 'xcpp::display(Badge{"first"}, "badge");\n'
                 'xcpp::display(Badge{"second"}, "badge", true);\n'
-                'xcpp::display(42);')
+                'struct Dot {};\n'
+                'nl::json mime_bundle_repr(const Dot&) { return {{"image/png", "%s"}}; }\n'
+                'xcpp::display(Dot{});\n'
+                'xcpp::display(42);' % ONE_PIXEL_PNG)
         messages = self.assert_ok(code)
         kinds = [(t, c) for _, t, c in messages if t in ("stream", "display_data", "update_display_data")]
-        self.assertEqual([t for t, _ in kinds], ["stream", "display_data", "update_display_data", "display_data"])
+        self.assertEqual([t for t, _ in kinds],
+                         ["stream", "display_data", "update_display_data", "display_data", "display_data"])
         self.assertEqual(kinds[1][1]["data"]["text/html"], "<b>first</b>")
         self.assertIn("image/svg+xml", kinds[1][1]["data"])
         self.assertEqual(kinds[1][1]["transient"]["display_id"], "badge")
         self.assertEqual(kinds[2][1]["data"]["text/plain"], "second")
-        self.assertEqual(kinds[3][1]["data"], {"text/plain": "42"})
+        self.assertEqual(kinds[3][1]["data"], {"image/png": ONE_PIXEL_PNG})
+        self.assertEqual(kinds[4][1]["data"], {"text/plain": "42"})
 
 
 class Requests(KernelTest):
