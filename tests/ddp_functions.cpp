@@ -210,4 +210,15 @@ int die_during_large_allreduces(int dying_rank) {
 }
 MPIFY_REGISTER(die_during_large_allreduces);
 
+int train_until_killed(int dying_rank, int dying_step) {
+    at::Tensor gradient = torch::ones({256 << 10});
+    for (int step = 0; step < 20; ++step) {
+        if (step == dying_step && mpify::ddp::rank() == dying_rank) ::raise(SIGKILL);
+        mpify::ddp::all_reduce(gradient);
+        gradient.fill_(1.0);
+    }
+    return 0;
+}
+MPIFY_REGISTER(train_until_killed);
+
 }  // namespace ddp_test

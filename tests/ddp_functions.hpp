@@ -51,5 +51,8 @@ bool broken_pipe_writes_fail_with_epipe();
 /// Rank `dying_rank` is SIGKILLed after two all-reduces; the others go on all-reducing
 /// 32 MiB, so that their Gloo threads write to the dead rank's sockets.
 int die_during_large_allreduces(int dying_rank);
+/// Trains (an all-reduce of 1 MiB per step, 20 steps); rank `dying_rank` SIGKILLs itself
+/// at step `dying_step`.
+int train_until_killed(int dying_rank, int dying_step);
 
 }  // namespace ddp_test

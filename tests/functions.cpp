@@ -27,6 +27,8 @@ mpify_test::Report make_report(std::vector<std::string> args) {
     r.env_local_world_size = env_or_unset("LOCAL_WORLD_SIZE");
     r.pid = static_cast<int>(::getpid());
     r.args = std::move(args);
+    std::ifstream comm("/proc/self/comm");
+    std::getline(comm, r.process_name);
     return r;
 }
 }  // namespace

@@ -21,10 +21,11 @@ struct Report {
     std::string env_local_world_size;
     int pid = 0;
     std::vector<std::string> args;  // the arguments it received, printed
+    std::string process_name;       // what ps shows (/proc/self/comm)
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int) {
-        ar & local_rank & local_world_size & env_local_rank & env_local_world_size & pid & args;
+        ar & local_rank & local_world_size & env_local_rank & env_local_world_size & pid & args & process_name;
     }
 };
 

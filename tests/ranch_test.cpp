@@ -40,10 +40,14 @@ void check_reports(const std::vector<Report>& reports, int n, std::optional<int>
         CHECK(r.env_local_world_size == std::to_string(n));
         CHECK(r.args == expected_args);
         pids.insert(r.pid);
-        if (caller_rank == rank)
+        if (caller_rank == rank) {
             CHECK(r.pid == ::getpid());
-        else
+        } else {
             CHECK(r.pid != ::getpid());
+            // ps shows the program and the rank ("mpify_tests r1", "mpify-worker r2")
+            CHECK_THAT(r.process_name, Catch::EndsWith(" r" + std::to_string(rank)));
+            CHECK_THAT(r.process_name, !Catch::StartsWith("exe "));
+        }
     }
     CHECK(pids.size() == static_cast<std::size_t>(n));
 }

@@ -123,6 +123,25 @@ TEST_CASE("a library rebuilt on disk between two calls is loaded fresh", "[templ
     CHECK(mpify::ranch(options, 2, which_version) == std::vector<int>{2, 2});
 }
 
+TEST_CASE("a function whose type changed in a rebuilt library is refused, with both types", "[robustness]") {
+    mpify_test::TempDir dir;
+    const std::string library = dir.path() + "/libretyped.so";
+    replace_file(MPIFY_TEST_RETYPED_1, library);
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    REQUIRE(handle != nullptr);
+    auto* address = reinterpret_cast<void* (*)()>(::dlsym(handle, "mpify_test_retyped"));
+    REQUIRE(address != nullptr);
+    auto* retyped = reinterpret_cast<double (*)()>(address());  // the caller was built with version 1
+    mpify::Options options;
+    options.caller_rank = std::nullopt;  // every rank loads the file from disk
+    CHECK(mpify::ranch(options, 2, retyped) == std::vector<double>{1.5, 1.5});
+
+    replace_file(MPIFY_TEST_RETYPED_2, library);  // rebuilt: now it returns long
+    CHECK_THROWS_WITH(mpify::ranch(options, 2, retyped),
+                      Contains("'retyped' is long (*)()") && Contains("the caller calls it as double (*)()"));
+    CHECK(mpify_test::has_no_children());
+}
+
 TEST_CASE("a template that a library gave a thread falls back to exec and says why", "[template]") {
     auto* answer = function_in<int()>(MPIFY_TEST_THREAD_AT_LOAD, "mpify_test_answer_despite_a_thread");
     StderrCapture captured;

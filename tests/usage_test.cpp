@@ -54,6 +54,18 @@ TEST_CASE("a bad environment variable name is a usage error", "[usage]") {
                         Contains("'A=B' is not a valid environment variable name"));
 }
 
+TEST_CASE("a NUL byte in an environment variable's name or value is a usage error", "[usage][robustness]") {
+    mpify::Options name_with_nul;
+    name_with_nul.env[std::string("AB\0C", 4)] = "x";
+    CHECK_THROWS_WITH(mpify::ranch(name_with_nul, 2, in_program::add, 1, 2),
+                      Contains("'AB' is not a valid environment variable name"));
+    mpify::Options value_with_nul;
+    value_with_nul.env["MPIFY_TEST_NUL"] = std::string("ab\0cd", 5);
+    CHECK_THROWS_WITH(mpify::ranch(value_with_nul, 2, in_program::add, 1, 2),
+                      Contains("the value of MPIFY_TEST_NUL contains a NUL byte at 2"));
+    CHECK(mpify_test::has_no_children());  // refused before anything was spawned
+}
+
 TEST_CASE("ranch inside a ranch on the same process is a usage error", "[usage]") {
     REQUIRE_THROWS_WITH(mpify::ranch(1, in_program::nested_ranch), Contains("cannot be nested"));
 }

@@ -26,8 +26,11 @@ using Invoker = std::string (*)(std::string_view args, bool want_result);
 /// Runs `body(data)` inside a freshly constructed context object.
 using ContextRunner = void (*)(void (*body)(void*), void* data);
 
-/// Records `name` -> (address, invoker); a second registration of the same address is ignored.
-MPIFY_API void register_function(const char* name, const void* address, Invoker invoker) noexcept;
+/// Records `name` -> (address, invoker, signature); a second registration of the same
+/// address is ignored. `signature` is typeid(F*).name(): a caller and a worker built from
+/// different versions of the function compare it before the worker runs anything.
+MPIFY_API void register_function(const char* name, const void* address, Invoker invoker,
+                                 const char* signature) noexcept;
 /// Forgets the function at `address` (its library is being unloaded).
 MPIFY_API void unregister_function(const void* address) noexcept;
 /// Records a context type under its typeid name; `name` is how messages call it.
@@ -68,7 +71,7 @@ public:
     FunctionRegistrar(const char* name, F* function, Invoker invoker) noexcept
         : address_(reinterpret_cast<const void*>(function)) {
         check_shippable<F*>();
-        register_function(name, address_, invoker);
+        register_function(name, address_, invoker, typeid(F*).name());
     }
     ~FunctionRegistrar() { unregister_function(address_); }
     FunctionRegistrar(const FunctionRegistrar&) = delete;

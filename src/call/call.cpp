@@ -68,6 +68,7 @@ void Call::start_workers(std::string args) {
     meta.world_size = plan_.n;
     meta.want_result = options_.gather;
     meta.function = plan_.function_name;
+    meta.signature = plan_.function_signature;
     meta.library = host.library;
     meta.context_key = plan_.context_key;
     meta.shared_args_size = outgoing.shared_size;

@@ -1,6 +1,7 @@
 #include "call/call_plan.hpp"
 
 #include "common/demangle.hpp"
+#include "common/posix.hpp"
 #include "launch/start_worker.hpp"
 #include "registry/function_table.hpp"
 
@@ -34,9 +35,17 @@ void check_options(const Options& options, int n, const std::string& label) {
             "std::nullopt for a caller that only waits", label, *options.caller_rank, n));
     if (options.timeout.count() < 0)
         throw UsageError(fmt::format("{}: timeout is negative", label));
-    for (const auto& [name, value] : options.env)
-        if (name.empty() || name.find('=') != std::string::npos)
-            throw UsageError(fmt::format("{}: '{}' is not a valid environment variable name", label, name));
+    for (const auto& [name, value] : options.env) {
+        // An environment entry is a C string "NAME=value": '=' ends the name, NUL the entry.
+        if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
+            throw UsageError(fmt::format("{}: Options::env: '{}' is not a valid environment variable name (it "
+                                         "must be non-empty, without '=' or NUL)",
+                                         label, name.substr(0, name.find('\0'))));
+        if (value.find('\0') != std::string::npos)
+            throw UsageError(fmt::format("{}: Options::env: the value of {} contains a NUL byte at {}; the "
+                                         "environment cannot carry it (it would be cut there)",
+                                         label, name, value.find('\0')));
+    }
     struct sigaction current {};
     ::sigaction(SIGCHLD, nullptr, &current);
     if (current.sa_handler == SIG_IGN || (current.sa_flags & SA_NOCLDWAIT))
@@ -48,6 +57,7 @@ void check_options(const Options& options, int n, const std::string& label) {
 }  // namespace
 
 CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
+    fill_standard_fds();  // before this call makes any fd
     CallPlan plan;
     plan.n = n;
     plan.function = request.function;
@@ -55,6 +65,7 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     FunctionEntry entry;
     const bool registered = find_function_by_address(request.function, entry);
     plan.function_name = registered ? entry.name : "?";
+    plan.function_signature = entry.signature;
     plan.label = fmt::format("mpify::ranch({}, n={})", plan.function_name, n);
     check_options(options, n, plan.label);
     if (!registered) throw UsageError(unregistered_message(request.function));

@@ -12,6 +12,7 @@ struct CallPlan {
     int n = 1;                      ///< ranks in the call
     const void* function = nullptr; ///< address of the registered function
     std::string function_name;      ///< its registered name
+    std::string function_signature;  ///< its type, as registered here (typeid(F*).name())
     std::string context_key;        ///< typeid name of the context, empty for none
     std::string label;              ///< "mpify::ranch(train, n=4)", the start of every message
     Spawner spawner = Spawner::warm_template;  ///< after MPIFY_SPAWNER

@@ -6,6 +6,24 @@
 #include <fmt/format.h>
 
 namespace mpify::detail {
+namespace {
+
+// A rank that throws stamps the moment; a process that dies is noticed when it is
+// reaped, which can be after its peers saw their connections to it break and threw in
+// turn. So a death counts as having happened up to this long before it was noticed:
+// the killed rank comes first, its peers' broken collectives after it.
+constexpr std::chrono::milliseconds death_noticed_late{500};
+
+bool is_process_death(const RankFailure& f) {
+    return f.kind == RankFailure::Kind::signaled || f.kind == RankFailure::Kind::exited ||
+           f.kind == RankFailure::Kind::reaped_elsewhere;
+}
+
+}  // namespace
+
+Clock::time_point FailureLog::effective_time(const Timed& t) {
+    return is_process_death(t.failure) ? t.when - death_noticed_late : t.when;
+}
 
 void FailureLog::add(RankFailure failure, Clock::time_point when) { failures_.push_back({std::move(failure), when}); }
 
@@ -43,7 +61,7 @@ void FailureLog::throw_if_failed(const std::string& label) {
     }
     if (caller_error_) {
         const bool other_failed_first = std::any_of(failures_.begin(), failures_.end(), [&](const Timed& f) {
-            return f.when <= caller_error_time_;
+            return effective_time(f) <= caller_error_time_;
         });
         if (!other_failed_first && !timed_out_) std::rethrow_exception(caller_error_);
         RankFailure f;
@@ -58,7 +76,8 @@ void FailureLog::throw_if_failed(const std::string& label) {
         add(std::move(f), caller_error_time_);
     }
     if (failures_.empty()) return;
-    std::stable_sort(failures_.begin(), failures_.end(), [](const Timed& a, const Timed& b) { return a.when < b.when; });
+    std::stable_sort(failures_.begin(), failures_.end(),
+                     [](const Timed& a, const Timed& b) { return effective_time(a) < effective_time(b); });
     std::vector<RankFailure> ordered;
     for (Timed& t : failures_) ordered.push_back(std::move(t.failure));
     if (timed_out_) throw TimeoutError(label, std::move(ordered));

@@ -3,7 +3,8 @@
 // what ranch throws.
 //
 // Every failure carries when it happened (a worker stamps the moment fn threw, not when
-// the caller read it). The first is the cause; later ones are usually its consequences
+// the caller read it; a process death, noticed at its reap, counts as up to 0.5 s
+// earlier). The first is the cause; later ones are usually its consequences
 // (a collective broken by a dead peer). The caller's own exception is special: if it came
 // first, and the call did not time out, it propagates unchanged, as if fn had run alone;
 // otherwise it is listed, at its time, among the others. A failure of the call itself
@@ -45,6 +46,8 @@ private:
         RankFailure failure;
         Clock::time_point when;
     };
+    /// When `t` happened, as far as ordering is concerned (see failure_log.cpp).
+    static Clock::time_point effective_time(const Timed& t);
     std::vector<Timed> failures_;
     std::string call_failure_;
     std::exception_ptr call_failure_cause_;

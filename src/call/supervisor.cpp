@@ -34,6 +34,7 @@ struct Supervisor::Worker {
     bool exited = false;   // reaped
     std::optional<Clock::time_point> kill_at;  // SIGTERM sent; SIGKILL due then
     bool stopped_by_us = false;
+    bool kill_sent = false;  // SIGKILL sent by us (a stop without grace, or after it)
 
     Worker(const Options& options, int r)
         : rank(r), out_relay(options, r, Stream::out), err_relay(options, r, Stream::err) {}
@@ -283,7 +284,11 @@ void Supervisor::reap(Worker& w) {
     // With its status gone, a worker that sent its result counts as having succeeded.
     const bool clean_exit = reaped_elsewhere || (info.si_code == CLD_EXITED && info.si_status == 0);
     if (w.failed || (w.result && clean_exit)) return;
-    if (w.stopped_by_us) return;  // stopped because of another rank: not a failure of its own
+    // Stopped because of another rank: not a failure of its own, unless a SIGKILL that
+    // we had not sent yet (the grace was still running) ended it.
+    const bool killed_by_someone_else =
+        !reaped_elsewhere && info.si_code != CLD_EXITED && info.si_status == SIGKILL && !w.kill_sent;
+    if (w.stopped_by_us && !killed_by_someone_else) return;
 
     RankFailure failure;
     failure.rank = w.rank;
@@ -312,9 +317,16 @@ void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_
 
 void Supervisor::stop(Worker& w) {
     if (w.exited || w.kill_at) return;
+    // Already dead, not yet reaped (a rank killed mid-collective, whose peers failed
+    // first): its end is its own failure, not our stop. Peek without reaping.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid != 0)
+        return;
     w.stopped_by_us = true;
     if (options_.stop_grace.count() <= 0) {
         signal_child(w.process.pidfd.get(), w.process.pid, SIGKILL);
+        w.kill_sent = true;
         w.kill_at = Clock::now();
     } else {
         signal_child(w.process.pidfd.get(), w.process.pid, SIGTERM);
@@ -350,6 +362,7 @@ void Supervisor::escalate() {
     for (auto& w : workers_) {
         if (!w->exited && w->kill_at && now >= *w->kill_at) {
             signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
+            w->kill_sent = true;
             w->kill_at = now + std::chrono::hours(24);  // sent; only the reap remains
         }
     }

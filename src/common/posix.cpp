@@ -25,6 +25,19 @@ UniqueFd open_dev_null(int flags) {
     return fd;
 }
 
+void fill_standard_fds() noexcept {
+    if (::fcntl(0, F_GETFD) != -1 && ::fcntl(1, F_GETFD) != -1 && ::fcntl(2, F_GETFD) != -1) return;
+    // open() returns the lowest free number: it fills the holes below 3 in order.
+    for (;;) {
+        const int fd = ::open("/dev/null", O_RDWR);
+        if (fd < 0) return;
+        if (fd > 2) {
+            ::close(fd);
+            return;
+        }
+    }
+}
+
 CStringArray::CStringArray(const std::vector<std::string>& strings) {
     pointers_.reserve(strings.size() + 1);
     for (const std::string& s : strings) pointers_.push_back(const_cast<char*>(s.c_str()));

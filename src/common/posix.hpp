@@ -38,6 +38,11 @@ Pipe make_pipe();
 /// /dev/null opened with `flags` (O_RDONLY, O_WRONLY...) and O_CLOEXEC. Throws std::system_error.
 UniqueFd open_dev_null(int flags);
 
+/// Opens /dev/null on whichever of fds 0, 1 and 2 are closed (a daemon, a launcher that
+/// closed them), so that no pipe, socket or eventfd mpify makes later lands there, where
+/// the program's own printing would write into it.
+void fill_standard_fds() noexcept;
+
 /// A null-terminated char* array over strings (argv, envp), valid while `strings` lives
 /// and is not changed. Built before a fork: the child must not allocate.
 class CStringArray {

@@ -58,7 +58,62 @@ fs::path cache_folder(const SourceOptions& options) {
     if (const char* dir = std::getenv("MPIFY_CACHE_DIR"); dir && *dir) return dir;
     if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "mpify";
     if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "mpify";
-    return fs::temp_directory_path() / "mpify-cache";
+    // A shared folder: the name is this user's, and private_folder() refuses one that
+    // someone else made first.
+    return fs::temp_directory_path() / fmt::format("mpify-cache-{}", ::geteuid());
+}
+
+// The cache holds code this process will load: only this user may be able to put files
+// there. Creates what is missing of `folder` with mode 0700, then checks that the cache
+// root and `folder` are directories owned by this user that nobody else can write.
+void private_folder(const fs::path& root, const fs::path& folder) {
+    fs::path partial;
+    for (const fs::path& part : folder) {
+        partial /= part;
+        if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+            throw UsageError(fmt::format("mpify::load_source: cannot create the cache folder {}: {} (set "
+                                         "SourceOptions::cache_dir or MPIFY_CACHE_DIR to a folder of your own)",
+                                         partial.string(), std::strerror(errno)));
+    }
+    for (const fs::path& checked : {root, folder}) {
+        struct stat info {};
+        std::string problem;
+        if (::stat(checked.c_str(), &info) != 0)
+            problem = std::strerror(errno);
+        else if (!S_ISDIR(info.st_mode))
+            problem = "it is not a folder";
+        else if (info.st_uid != ::geteuid())
+            problem = fmt::format("it belongs to user {}, not to this process's user {}", info.st_uid, ::geteuid());
+        else if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+            problem = fmt::format("other users can write to it (mode {:o})", info.st_mode & 07777);
+        if (!problem.empty())
+            throw UsageError(fmt::format(
+                "mpify::load_source: refusing the cache folder {}: {}; a library planted there would be loaded "
+                "into this process (use a folder of your own: SourceOptions::cache_dir or MPIFY_CACHE_DIR, or "
+                "chmod go-w it)",
+                checked.string(), problem));
+    }
+}
+
+// Beside each cached library: the fingerprint of its bytes, checked before it is loaded,
+// so a truncated or damaged file is rebuilt instead of crashing the process in dlopen.
+fs::path fingerprint_file(const fs::path& library) { return library.string() + ".fingerprint"; }
+
+std::string fingerprint_of_file(const fs::path& path) {
+    Fingerprint bytes;
+    bytes.add(read_file(path));
+    return bytes.hex();
+}
+
+// True when `library` is a regular file of this user's, not writable by others, whose
+// bytes match the fingerprint recorded when it was compiled.
+bool cached_library_intact(const fs::path& library) {
+    struct stat info {};
+    if (::lstat(library.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
+        (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return false;
+    const std::string recorded = read_file(fingerprint_file(library));
+    return !recorded.empty() && recorded == fingerprint_of_file(library);
 }
 
 // Installed mpify: the headers next to the library (libdir/../include); in the build
@@ -106,10 +161,16 @@ std::string shell_words(const std::vector<std::string>& words) {
 // Runs the compiler with its output into `log`; true if it succeeded.
 bool run(const std::vector<std::string>& cmd, const fs::path& log) {
     const detail::UniqueFd devnull = detail::open_dev_null(O_RDONLY);
+    // Opened here, not by the child: a folder we cannot write to is named as such.
+    const detail::UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!log_fd)
+        throw UsageError(fmt::format("mpify::load_source: cannot write in the cache folder {}: {} (set "
+                                     "SourceOptions::cache_dir or MPIFY_CACHE_DIR to a writable folder)",
+                                     log.parent_path().string(), std::strerror(errno)));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, log_fd.get(), STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, log_fd.get(), STDERR_FILENO);
     posix_spawn_file_actions_adddup2(&actions, devnull.get(), STDIN_FILENO);
     detail::CStringArray argv(cmd);
     pid_t pid = -1;
@@ -133,12 +194,9 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
     const std::string content = read_file(source);
 
     const fs::path libmpify = detail::libmpify_path();
-    const fs::path folder = cache_folder(options) / "load_source";
-    fs::create_directories(folder, ec);
-    if (ec)
-        throw UsageError(fmt::format("mpify::load_source: cannot create the cache folder {}: {} (set "
-                                     "SourceOptions::cache_dir or MPIFY_CACHE_DIR to a writable folder)",
-                                     folder.string(), ec.message()));
+    const fs::path root = fs::absolute(cache_folder(options));
+    const fs::path folder = root / "load_source";
+    private_folder(root, folder);
 
     // The key: what is compiled, how, and against which libmpify (a rebuilt one may
     // have another ABI). The command itself names the output, so it is hashed without it.
@@ -150,11 +208,14 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
         key.add(fmt::format("{}:{}.{}", lib.st_size, lib.st_mtim.tv_sec, lib.st_mtim.tv_nsec));
     const fs::path library = folder / fmt::format("{}-{}.so", source.stem().string(), key.hex());
 
-    if (!fs::exists(library)) {
-        // Compile under a private name, then rename: a concurrent load_source of the same
-        // source (another notebook) sees either no library or a complete one.
-        const fs::path partial = folder / fmt::format("{}.{}.partial", library.filename().string(), ::getpid());
-        const fs::path log = folder / fmt::format("{}.{}.log", library.filename().string(), ::getpid());
+    // Compile under private names, then rename: a concurrent load_source of the same
+    // source (another notebook) sees either no library or a complete one with its
+    // fingerprint.
+    auto compile = [&] {
+        std::error_code ec;
+        const std::string unique = fmt::format("{}.{}", library.filename().string(), ::getpid());
+        const fs::path partial = folder / (unique + ".partial");
+        const fs::path log = folder / (unique + ".log");
         const std::vector<std::string> cmd = compile_command(source, partial, libmpify, options);
         if (options.verbose) std::cerr << "mpify::load_source: " << shell_words(cmd) << std::endl;
         const bool compiled = run(cmd, log);
@@ -165,12 +226,22 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
             throw CompileError(fmt::format("mpify::load_source: {} does not compile.\ncommand: {}\n{}",
                                            source.string(), shell_words(cmd), output));
         }
+        const fs::path partial_fingerprint = folder / (unique + ".fingerprint");
+        std::ofstream(partial_fingerprint) << fingerprint_of_file(partial);
+        fs::rename(partial_fingerprint, fingerprint_file(library));
         fs::rename(partial, library);
-    }
+    };
 
+    if (!cached_library_intact(library)) compile();
+    if (::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return library.string();
+    // Intact by its fingerprint and still not loadable (a library it needs was rebuilt
+    // since): compile again, once.
+    const std::string first_error = ::dlerror();
+    compile();
     if (::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
-        throw Error(fmt::format("mpify::load_source: compiled {} but cannot load it: {}", source.string(),
-                                ::dlerror()));
+        throw Error(fmt::format("mpify::load_source: compiled {} into {} but cannot load it: {} (before compiling "
+                                "it again: {})",
+                                source.string(), library.string(), ::dlerror(), first_error));
     return library.string();
 }
 

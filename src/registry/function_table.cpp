@@ -63,8 +63,8 @@ bool find_one(Table<Entry>& table, Match match, Entry& out) {
 }  // namespace
 
 // One function registered from two translation units is one registration.
-void register_function(const char* name, const void* address, Invoker invoker) noexcept {
-    functions().add_unless(at_address(address), {name, address, invoker});
+void register_function(const char* name, const void* address, Invoker invoker, const char* signature) noexcept {
+    functions().add_unless(at_address(address), {name, address, invoker, signature});
 }
 
 void unregister_function(const void* address) noexcept { functions().remove(at_address(address)); }

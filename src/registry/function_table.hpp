@@ -14,6 +14,7 @@ struct FunctionEntry {
     std::string name;
     const void* address = nullptr;
     Invoker invoke = nullptr;
+    std::string signature;  ///< typeid(F*).name() of the registered function
 };
 
 struct ContextEntry {

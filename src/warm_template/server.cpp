@@ -1,12 +1,12 @@
 #include "warm_template/server.hpp"
 
-#include "common/environment_number.hpp"
 #include "common/posix.hpp"
 #include "launch/child_setup.hpp"
 #include "warm_template/fork_for_parent.hpp"
 #include "warm_template/protocol.hpp"
 #include "worker/process_contract.hpp"
 #include "worker/serve.hpp"
+#include "worker/started_by_mpify.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -107,8 +107,7 @@ TemplateReply serve_fork_request(const ForkRequest& request, const std::vector<U
 
 void serve_if_template() {
     if (std::getenv(template_env_var) == nullptr) return;
-    // Set by mpify alone: a malformed value is someone's mistake, said at once.
-    const int control = static_cast<int>(environment_number(template_env_var, -1, Malformed::reject));
+    const int control = channel_from_environment(template_env_var);
     const UniqueFd devnull = open_dev_null(O_RDONLY);
     ::prctl(PR_GET_NAME, program_name);
     ::prctl(PR_SET_NAME, "mpify-template");

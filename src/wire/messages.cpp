@@ -11,6 +11,7 @@ std::string encode_call_meta(const CallMeta& meta) {
     w.u32(static_cast<std::uint32_t>(meta.world_size));
     w.u32(meta.want_result ? 1 : 0);
     w.str(meta.function);
+    w.str(meta.signature);
     w.str(meta.library);
     w.str(meta.context_key);
     w.i64(static_cast<std::int64_t>(meta.shared_args_size));
@@ -24,6 +25,7 @@ CallMeta decode_call(std::string_view payload, std::string_view& args) {
     meta.world_size = static_cast<std::int32_t>(r.u32());
     meta.want_result = r.u32() != 0;
     meta.function = r.str();
+    meta.signature = r.str();
     meta.library = r.str();
     meta.context_key = r.str();
     meta.shared_args_size = static_cast<std::uint64_t>(r.i64());

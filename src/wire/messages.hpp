@@ -12,6 +12,7 @@ struct CallMeta {
     std::int32_t world_size = 1;
     bool want_result = true;
     std::string function;      ///< registered name
+    std::string signature;     ///< its type as the caller knows it (typeid(F*).name())
     std::string library;       ///< shared object to load first; empty: the program itself
     std::string context_key;   ///< typeid name of the context; empty: none
     /// Size of the arguments when they are in shared memory (fd worker_args_fd); 0: they

@@ -1,15 +1,17 @@
 #include "worker/serve.hpp"
 
 #include "common/demangle.hpp"
-#include "common/environment_number.hpp"
 #include "common/object_locator.hpp"
 #include "registry/function_table.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
 #include "worker/process_contract.hpp"
+#include "worker/started_by_mpify.hpp"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +39,16 @@ FunctionEntry find_function(const CallMeta& call) {
                                                                : object.path != call.library;
                                }),
                 found.end());
-    if (found.size() == 1) return found.front();
+    if (found.size() == 1) {
+        // Same name, other type: the caller and this object were built from different
+        // versions. Decoding the arguments or the result would go silently wrong.
+        if (!call.signature.empty() && found.front().signature != call.signature)
+            throw std::runtime_error(fmt::format(
+                "mpify worker: '{}' is {} in {} but the caller calls it as {}: they were built from different "
+                "versions of it; rebuild both from the same source",
+                call.function, demangle(found.front().signature.c_str()), where, demangle(call.signature.c_str())));
+        return found.front();
+    }
     if (found.empty())
         throw std::runtime_error(fmt::format(
             "mpify worker: no function named '{}' is registered in {} (was the file rebuilt "
@@ -104,6 +115,18 @@ std::string run_call(const CallMeta& call, std::string_view args) {
     return result;
 }
 
+// What `ps` and `top` show for this worker: its program and its rank ("intro r1"), not
+// "exe" (the exec spawner starts /proc/self/exe). The kernel keeps 15 characters.
+void name_this_worker(int rank) {
+    char program[PATH_MAX] = {};
+    const ssize_t length = ::readlink("/proc/self/exe", program, sizeof program - 1);
+    std::string name = length > 0 ? std::string(program, static_cast<std::size_t>(length)) : "mpify";
+    name = name.substr(name.rfind('/') + 1);
+    const std::string suffix = " r" + std::to_string(rank);
+    name = name.substr(0, 15 - std::min<std::size_t>(15, suffix.size())) + suffix;
+    ::prctl(PR_SET_NAME, name.c_str());
+}
+
 void flush_everything() {
     std::cout.flush();
     std::cerr.flush();
@@ -126,6 +149,7 @@ void flush_everything() {
     try {
         std::string_view args;
         const CallMeta call = decode_call(frame->payload, args);
+        name_this_worker(call.rank);
         std::optional<MappedArguments> shared;
         if (call.shared_args_size > 0) {
             shared.emplace(worker_args_fd, call.shared_args_size);
@@ -149,8 +173,7 @@ void flush_everything() {
 
 void serve_if_worker() {
     if (std::getenv(worker_env_var) == nullptr) return;
-    // Set by mpify alone: a malformed value is someone's mistake, said at once.
-    const int fd = static_cast<int>(environment_number(worker_env_var, -1, Malformed::reject));
+    const int fd = channel_from_environment(worker_env_var);
     ::unsetenv(worker_env_var);  // processes this worker starts are not workers
     worker_process = true;
     serve(fd);

@@ -43,6 +43,7 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     meta.world_size = 5;
     meta.want_result = false;
     meta.function = "ns::train";
+    meta.signature = "PFdiE";
     meta.library = "/tmp/libx.so";
     meta.context_key = "N5mpify8DdpGuardE";
     const std::string args("\0args\0", 6);
@@ -53,6 +54,7 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     CHECK(decoded.world_size == 5);
     CHECK_FALSE(decoded.want_result);
     CHECK(decoded.function == meta.function);
+    CHECK(decoded.signature == meta.signature);
     CHECK(decoded.library == meta.library);
     CHECK(decoded.context_key == meta.context_key);
     CHECK(decoded_args == args);

@@ -1,0 +1,12 @@
+#pragma once
+// The check a process makes before it serves as a worker or a template: the variable
+// that says so (process_contract.hpp) came with the channel mpify gives with it. Both
+// can only come from mpify; a variable exported by hand in a shell would otherwise make
+// every program that calls mpify::init exit without a word.
+namespace mpify::detail {
+
+/// Returns the channel fd named by `variable` (MPIFY_WORKER_FD or MPIFY_TEMPLATE_FD)
+/// when it is a socket; otherwise says on stderr what is wrong and exits with 70.
+int channel_from_environment(const char* variable);
+
+}  // namespace mpify::detail
