@@ -89,13 +89,11 @@ nl::json CppKernel::execute_request_impl(int, const std::string& code, bool, boo
         output_ = std::make_unique<OutputCapture>(
             [this](const std::string& stream, const std::string& text) { publish_stream(stream, text); },
             publish_lock_);
-    prepare_cell_for_interrupts();
     output_->begin_cell();
     nl::json reply;
     try {
         reply = run_cell(code);
     } catch (const std::exception& e) {  // the kernel's own trouble (out of memory, ...)
-        output_->flush();
         reply = reply_error("KernelError", e.what(), {e.what()});
     }
     output_->end_cell();
@@ -135,7 +133,8 @@ nl::json CppKernel::run_cell(const std::string& text) {
             return reply_error("PragmaError", message, {message});
         }
     }
-    prepare_cell_for_interrupts();  // a load above may have brought mpify in
+    // Before the code runs, after the loads above (one may have brought mpify in).
+    prepare_cell_for_interrupts();
 
     const Outcome outcome = engine_->run(cell.code);
     std::vector<std::string> diagnostics = lines_of(outcome.diagnostics);
@@ -150,7 +149,6 @@ nl::json CppKernel::run_cell(const std::string& text) {
             return reply_error("CompileError", first, std::move(diagnostics));
         }
         case Outcome::Kind::exception: {
-            output_->flush();
             std::vector<std::string> traceback = {"a C++ exception escaped the cell:",
                                                   outcome.exception_type + ": " + outcome.message};
             for (const std::string& cause : outcome.causes) traceback.push_back("  caused by " + cause);

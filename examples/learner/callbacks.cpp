@@ -2,22 +2,20 @@
 
 #include "learner.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
 
 namespace mpify_examples {
-namespace {
 
 std::string minutes_seconds(double seconds) {
-    const int total = static_cast<int>(seconds + 0.5);
+    const int total = std::isfinite(seconds) ? static_cast<int>(seconds + 0.5) : 0;
     char text[16];
     std::snprintf(text, sizeof text, "%02d:%02d", total / 60, total % 60);
     return text;
 }
-
-}  // namespace
 
 void ProgressPrinter::before_fit(const Learner& learner, int epochs) {
     if (learner.rank() != 0) return;

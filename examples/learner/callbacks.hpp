@@ -26,6 +26,10 @@ public:
     virtual void after_fit(const Learner& /*learner*/, const History& /*history*/) {}
 };
 
+/// `seconds` as "mm:ss", the way the progress line and bar show times ("00:00" when not
+/// a finite number).
+std::string minutes_seconds(double seconds);
+
 /// Prints a table header, then one line per epoch on rank 0: epoch, batches, losses,
 /// metrics, time (the numbers are over all ranks).
 class ProgressPrinter : public Callback {

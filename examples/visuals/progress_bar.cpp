@@ -16,13 +16,6 @@ namespace {
 std::atomic<HtmlDisplay> html_display{nullptr};
 std::atomic<int> bars_shown{0};
 
-std::string minutes_seconds(double seconds) {
-    const int total = std::isfinite(seconds) ? static_cast<int>(seconds + 0.5) : 0;
-    char text[16];
-    std::snprintf(text, sizeof text, "%02d:%02d", total / 60, total % 60);
-    return text;
-}
-
 }  // namespace
 
 void set_html_display(HtmlDisplay display) { html_display = display; }
