@@ -16,9 +16,14 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
             cli.procs = std::atoi(argv[++i]);
         } else if (std::strcmp(argv[i], "--out") == 0 && has_value) {
             cli.out_dir = argv[++i];
+        } else if (std::strcmp(argv[i], "--nodes-from-environment") == 0) {
+            cli.across_machines = true;
         } else {
-            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR]\n  --procs N  processes of the in_ddp run "
-                                 "(default 2)\n  --out DIR  folder for the per-epoch CSV files (default .)\n",
+            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR] [--nodes-from-environment]\n"
+                                 "  --procs N  processes of the in_ddp run (per machine; default 2)\n"
+                                 "  --out DIR  folder for the per-epoch CSV files (default .)\n"
+                                 "  --nodes-from-environment  train once, as one machine of several, placed by\n"
+                                 "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
                          program);
             std::exit(2);
         }

@@ -12,11 +12,14 @@
 
 namespace mpify_examples {
 
-/// The programs' options: --procs N (processes for the in_ddp run, default 2) and
-/// --out DIR (where the per-epoch CSVs go, default the current folder).
+/// The programs' options: --procs N (processes for the in_ddp run, default 2),
+/// --out DIR (where the per-epoch CSVs go, default the current folder), and
+/// --nodes-from-environment (one machine of several, placed by its launcher: see
+/// examples/launch/).
 struct CommandLine {
     int procs = 2;
     std::string out_dir = ".";
+    bool across_machines = false;
 };
 
 /// Parses argv; prints usage naming `program` and exits 2 on anything else.
@@ -33,6 +36,16 @@ std::pair<Result, Result> train_alone_then_together(const CommandLine& cli, cons
     config.csv = cli.out_dir + "/" + name + "_" + std::to_string(cli.procs) + "_processes.csv";
     Result together = mpify::in_ddp(cli.procs, train, config);
     return {std::move(alone), std::move(together)};
+}
+
+/// One machine's part of a training across machines: in_ddp on cli.procs local ranks,
+/// placed by mpify::DdpOptions::from_environment(). Returns this machine's first rank's
+/// result; its CSV is <name>_node<k>.csv in cli.out_dir.
+template <class Config, class Result>
+Result train_on_this_machine(const CommandLine& cli, const std::string& name, Result (*train)(Config), Config config) {
+    const mpify::DdpOptions options = mpify::DdpOptions::from_environment();
+    config.csv = cli.out_dir + "/" + name + "_node" + std::to_string(options.node_rank) + ".csv";
+    return mpify::in_ddp(options, cli.procs, train, config);
 }
 
 /// Saves a run's pictures into cli.out_dir: <name>_losses.svg, and when there are

@@ -14,6 +14,8 @@ packages=(
   xeus-dev nlohmann-json3-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev
   jupyter-notebook python3-jupyter-client python3-nbclient python3-ipykernel
   chromium chromium-driver python3-selenium   # the notebook test in a real browser
+  # Several machines: namespaces as hosts, and the launchers run for real in the tests
+  iproute2 slurm-wlm munge openmpi-bin
 )
 
 missing=()

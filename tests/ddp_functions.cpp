@@ -5,7 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -220,5 +225,64 @@ int train_until_killed(int dying_rank, int dying_step) {
     return 0;
 }
 MPIFY_REGISTER(train_until_killed);
+
+std::string torchrun_variables() {
+    auto get = [](const char* name) -> std::string {
+        const char* v = std::getenv(name);
+        return v ? v : "";
+    };
+    auto number = [&](const char* name) { return get(name).empty() ? -1 : std::stoi(get(name)); };
+    // Each rank checks its own: torchrun's names agree with the group it is in.
+    const bool consistent = number("RANK") == mpify::ddp::rank() && number("WORLD_SIZE") == mpify::ddp::world_size() &&
+                            number("GROUP_RANK") * number("LOCAL_WORLD_SIZE") + number("LOCAL_RANK") == number("RANK") &&
+                            !get("MASTER_ADDR").empty() && number("MASTER_PORT") > 0;
+    at::Tensor count = torch::tensor(static_cast<std::int64_t>(consistent));
+    mpify::ddp::all_reduce(count);
+    std::string text = std::to_string(count.item<std::int64_t>()) + " of " + std::to_string(mpify::ddp::world_size()) +
+                       " ranks consistent; rank 0:";
+    for (const char* name : {"RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                             "MASTER_PORT"})
+        text += std::string(" ") + name + "=" + get(name);
+    return text;
+}
+MPIFY_REGISTER(torchrun_variables);
+
+int allreduce_until_stopped() {
+    at::Tensor gradient = torch::ones({256 << 10});
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    for (int step = 0; std::chrono::steady_clock::now() < give_up; ++step) {
+        mpify::ddp::all_reduce(gradient);
+        gradient.fill_(1.0);
+        if (step == 0 && mpify::ddp::rank() == 0) std::cout << "training" << std::endl;
+    }
+    return 0;
+}
+MPIFY_REGISTER(allreduce_until_stopped);
+
+std::vector<std::string> listening_addresses() {
+    // The sockets this process has open, by inode ...
+    std::set<std::string> mine;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code error;
+        const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+        if (!error && target.rfind("socket:[", 0) == 0) mine.insert(target.substr(8, target.size() - 9));
+    }
+    // ... and the kernel's table of TCP sockets: local address, state (0A: listening), inode.
+    std::vector<std::string> found;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+            if (state == "0A" && mine.count(inode)) found.push_back(local.substr(0, local.find(':')));
+        }
+    }
+    mpify::ddp::barrier();  // every rank's group is up while rank 0 looks
+    return found;
+}
+MPIFY_REGISTER(listening_addresses);
 
 }  // namespace ddp_test

@@ -54,5 +54,14 @@ int die_during_large_allreduces(int dying_rank);
 /// Trains (an all-reduce of 1 MiB per step, 20 steps); rank `dying_rank` SIGKILLs itself
 /// at step `dying_step`.
 int train_until_killed(int dying_rank, int dying_step);
+/// "4 of 4 ranks consistent; rank 0: RANK=0 LOCAL_RANK=0 ...": how many ranks find
+/// torchrun's variables in agreement with their group, and rank 0's values.
+std::string torchrun_variables();
+/// All-reduces 1 MiB over and over (5 minutes at most); rank 0 prints "training" after the
+/// first: a run for a test to kill a machine in the middle of.
+int allreduce_until_stopped();
+/// The local addresses (hex, as in /proc/net/tcp) of the TCP sockets this process listens
+/// on while its group is up: in the caller, rank 0, that includes whatever in_ddp opened.
+std::vector<std::string> listening_addresses();
 
 }  // namespace ddp_test

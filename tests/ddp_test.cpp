@@ -128,6 +128,20 @@ TEST_CASE("a DdpGuard outside in_ddp without its environment names the missing v
     CHECK_FALSE(mpify::ddp::active());
 }
 
+TEST_CASE("a one-machine group's rendezvous listens on no TCP port unless a port is asked for", "[ddp][security]") {
+    // Rank 0 is the caller, which hosts the rendezvous: what it listens on while the
+    // group is up. With a port asked for, the store is there, on 127.0.0.1 only ...
+    mpify::DdpOptions with_port;
+    const int probe = mpify_test::bind_loopback(with_port.port);  // a free port, as an administrator would pick
+    REQUIRE(probe >= 0);
+    ::close(probe);
+    const std::vector<std::string> asked = mpify::in_ddp(with_port, 2, ddp_test::listening_addresses);
+    CHECK(asked == std::vector<std::string>{"0100007F"});  // 127.0.0.1, as /proc/net/tcp writes it
+    // ... and by default it is a UNIX socket: no TCP listener at all (Gloo's connections
+    // are made by then).
+    CHECK(mpify::in_ddp(2, ddp_test::listening_addresses).empty());
+}
+
 TEST_CASE("ddp::active tells code inside in_ddp from code outside it", "[ddp]") {
     CHECK_FALSE(mpify::ddp::active());
     CHECK(mpify::in_ddp(2, ddp_test::group_is_active));

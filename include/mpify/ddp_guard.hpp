@@ -29,16 +29,31 @@ enum class Backend {
 };
 
 /// How the ranks of one group find each other.
+///
+/// On one machine the defaults do: the group's rendezvous is a UNIX socket in a private
+/// folder. Across machines, each machine runs in_ddp with the same n and its own place:
+/// node_rank and nodes (or base_rank and world_size), the master's addr and a port;
+/// DdpOptions::from_environment() reads them from what Slurm, Open MPI or a torchrun-style
+/// scheduler set.
 struct DdpOptions {
-    /// Ranks in the whole group; default: the ranks of this ranch call (LOCAL_WORLD_SIZE).
-    /// Larger when several machines join one group, each calling in_ddp with its own base_rank.
+    /// Ranks in the whole group; default: the ranks of this ranch call (LOCAL_WORLD_SIZE),
+    /// or nodes × n. Give it with base_rank, or give node_rank and nodes instead.
     std::optional<int> world_size;
     /// Global rank of this call's local rank 0 (RANK = base_rank + LOCAL_RANK).
     int base_rank = 0;
-    /// Address of the machine with base_rank 0, where the rendezvous store listens.
+    /// This machine's index among `nodes` machines that each run in_ddp with the same n
+    /// (torchrun's NODE_RANK / GROUP_RANK): base_rank = node_rank × n.
+    int node_rank = 0;
+    /// How many machines run in_ddp for this group (torchrun's NNODES): world_size = nodes × n.
+    int nodes = 1;
+    /// Address of the machine with base_rank 0, where the rendezvous store listens (on this
+    /// address only). Each rank's Gloo device takes this machine's address on the route to
+    /// it, unless GLOO_SOCKET_IFNAME names an interface.
     std::string addr = "127.0.0.1";
-    /// Port of the rendezvous store. 0: a free port, chosen by the caller with base_rank 0
-    /// when it opens the store (no race); callers with base_rank > 0 must be given the port.
+    /// Port of the rendezvous store across machines. 0: on one machine, no port at all (a
+    /// UNIX socket); across machines, a free port chosen by the caller with base_rank 0
+    /// (callers with base_rank > 0 must then be given it). A port given on one machine is
+    /// used, on `addr`.
     int port = 0;
     /// The c10d backend.
     Backend backend = Backend::automatic;
@@ -47,6 +62,18 @@ struct DdpOptions {
     std::vector<int> gpus;
     /// How long joining the group, and each collective, may take before failing.
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+
+    /// This machine's place in a group across machines, from the launcher that started
+    /// this program once per machine (first found wins):
+    /// - torchrun's names: NODE_RANK (or GROUP_RANK) and NNODES, MASTER_ADDR, MASTER_PORT;
+    /// - Open MPI's mpirun: OMPI_COMM_WORLD_RANK and _SIZE, with MASTER_ADDR given
+    ///   (`mpirun -x MASTER_ADDR=host-of-rank-0`);
+    /// - Slurm's srun, one task per node: SLURM_NODEID and SLURM_NNODES; the master is
+    ///   MASTER_ADDR or else the first host of SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST).
+    /// The port is MASTER_PORT, else 29500 (under Slurm: 20000 + SLURM_JOB_ID mod 20000,
+    /// so that two jobs sharing a node do not collide). With none of these variables: one
+    /// machine (the defaults). Missing or contradictory variables throw UsageError naming them.
+    MPIFY_API static DdpOptions from_environment();
 };
 
 /// The RAII scope of one process group. On construction: sets RANK, WORLD_SIZE,

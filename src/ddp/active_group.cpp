@@ -3,6 +3,7 @@
 #include "call/environment.hpp"
 #include "ddp/open_group.hpp"
 #include "ddp/sigpipe_block.hpp"
+#include "store/server.hpp"
 
 #include <mpify/error.hpp>
 
@@ -22,6 +23,7 @@ bool claimed = false;                       // guarded by active_mutex
 ProcessGroupState::~ProcessGroupState() {
     group.reset();  // joins Gloo's threads before the store they talk through goes
     store.reset();
+    store_server.reset();
 }
 
 const ProcessGroupState& open_active_group(const DdpSettings& settings) {

@@ -12,6 +12,9 @@ namespace mpify::detail {
 class ScopedEnvironment;
 class SigpipeBlock;
 struct DdpSettings;
+namespace store {
+class Server;
+}
 
 /// An open group: the c10d objects, and the environment as it was before.
 struct ProcessGroupState {
@@ -19,6 +22,7 @@ struct ProcessGroupState {
     int rank = 0;
     int world_size = 1;
     std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
+    std::unique_ptr<store::Server> store_server;     ///< rank 0 of a group launched without in_ddp
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was

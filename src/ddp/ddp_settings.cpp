@@ -65,10 +65,39 @@ void check(const DdpSettings& s) {
 
 }  // namespace
 
+GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
+    if (n < 1) throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", who, n));
+    GroupPlace place;
+    if (options.nodes != 1 || options.node_rank != 0) {
+        if (options.base_rank != 0 || options.world_size)
+            throw UsageError(fmt::format("{}: give either node_rank and nodes, or base_rank and world_size, not "
+                                         "both (node_rank {}, nodes {}, base_rank {}, world_size {})", who,
+                                         options.node_rank, options.nodes, options.base_rank,
+                                         options.world_size ? std::to_string(*options.world_size) : "unset"));
+        if (options.nodes < 1 || options.node_rank < 0 || options.node_rank >= options.nodes)
+            throw UsageError(fmt::format("{}: node_rank {} is not one of the {} nodes (0 to {})", who,
+                                         options.node_rank, options.nodes, options.nodes - 1));
+        place.base_rank = options.node_rank * n;
+        place.world_size = options.nodes * n;
+        place.node_rank = options.node_rank;
+        return place;
+    }
+    place.base_rank = options.base_rank;
+    place.world_size = options.world_size.value_or(n);
+    if (place.base_rank < 0 || place.base_rank + n > place.world_size)
+        throw UsageError(fmt::format("{}: ranks {}..{} of this call do not fit in a group of {} (base_rank {}, n {}, "
+                                     "world_size {})", who, place.base_rank, place.base_rank + n - 1,
+                                     place.world_size, place.base_rank, n, place.world_size));
+    if (place.base_rank % n == 0) place.node_rank = place.base_rank / n;
+    return place;
+}
+
 DdpSettings settings_from_environment() {
+    const std::string store = env(store_var) ? env(store_var) : "";
+    const bool unix_store = store.rfind("unix:", 0) == 0;  // a one-machine in_ddp: no port
     std::vector<std::string> missing;
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
-        if (!env(name)) missing.push_back(name);
+        if (!env(name) && !(unix_store && std::string(name) == "MASTER_PORT")) missing.push_back(name);
     if (!env("RANK") && !env("LOCAL_RANK")) missing.push_back("RANK (or LOCAL_RANK)");
     if (!env("WORLD_SIZE") && !env("LOCAL_WORLD_SIZE")) missing.push_back("WORLD_SIZE (or LOCAL_WORLD_SIZE)");
     if (!missing.empty()) {
@@ -85,12 +114,12 @@ DdpSettings settings_from_environment() {
                  : static_cast<int>(env_number("RANK", 0));
     s.world_size = static_cast<int>(env_number("WORLD_SIZE", local_world_size()));
     s.addr = env("MASTER_ADDR");
-    s.port = static_cast<int>(env_number("MASTER_PORT", 0));
+    s.port = unix_store ? 0 : static_cast<int>(env_number("MASTER_PORT", 0));
     s.backend = parse_backend(env(backend_var) ? env(backend_var) : "");
     s.gpus = parse_gpus(env(gpus_var));
     s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000));
-    s.store_hosted = env(store_var) && std::string(env(store_var)) == "hosted";
-    if (s.port == 0)
+    s.store = store;
+    if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");
     check(s);
     return s;
@@ -99,8 +128,9 @@ DdpSettings settings_from_environment() {
 DdpSettings settings_from_options(const DdpOptions& options) {
     DdpSettings s;
     s.local_rank = local_rank();
-    s.rank = options.base_rank + s.local_rank;
-    s.world_size = options.world_size.value_or(local_world_size());
+    const GroupPlace place = place_in_group(options, local_world_size(), "mpify::DdpGuard");
+    s.rank = place.base_rank + s.local_rank;
+    s.world_size = place.world_size;
     s.addr = options.addr;
     s.port = options.port;
     s.backend = options.backend;
@@ -113,19 +143,22 @@ DdpSettings settings_from_options(const DdpOptions& options) {
     return s;
 }
 
-std::map<std::string, std::string> environment_for(const DdpOptions& options, int world_size, int port) {
+std::map<std::string, std::string> environment_for(const DdpOptions& options, const GroupPlace& place,
+                                                   const std::string& store, int port) {
     std::string gpus;
     for (int g : options.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     std::map<std::string, std::string> e{
         {"MASTER_ADDR", options.addr},
-        {"MASTER_PORT", std::to_string(port)},
-        {"WORLD_SIZE", std::to_string(world_size)},
-        {base_rank_var, std::to_string(options.base_rank)},
+        {"WORLD_SIZE", std::to_string(place.world_size)},
+        {base_rank_var, std::to_string(place.base_rank)},
         {backend_var, backend_name(options.backend)},
         {timeout_var, std::to_string(options.timeout.count())},
     };
     if (!gpus.empty()) e[gpus_var] = gpus;
-    e[store_var] = "hosted";  // the caller with base_rank 0 hosts it, for every machine
+    if (port != 0) e["MASTER_PORT"] = std::to_string(port);
+    // torchrun's index of this machine, when the ranks per machine make one.
+    if (place.node_rank >= 0) e["GROUP_RANK"] = std::to_string(place.node_rank);
+    e[store_var] = store;  // hosted by the caller with base_rank 0, for every machine
     return e;
 }
 

@@ -19,14 +19,29 @@ struct DdpSettings {
     Backend backend = Backend::automatic;
     std::vector<int> gpus;
     std::chrono::milliseconds timeout{};
-    bool store_hosted = false;  ///< the caller hosts the store: every rank is a client
+    /// Where the group's store is: "unix:/path" (a one-machine in_ddp), "tcp:addr:port",
+    /// or empty: rank 0 hosts it at addr:port (a group launched without in_ddp, as torchrun does).
+    std::string store;
 };
+
+/// Where the ranks of one call sit in the whole group.
+struct GroupPlace {
+    int base_rank = 0;   ///< global rank of local rank 0
+    int world_size = 1;  ///< ranks in the group
+    int node_rank = -1;  ///< the machine's index when the group is machines of n ranks each, else -1
+};
+/// The place of a call of `n` ranks described by `options` (base_rank and world_size, or
+/// node_rank and nodes); throws UsageError when they contradict or do not fit. `who` names
+/// the API in messages.
+GroupPlace place_in_group(const DdpOptions& options, int n, const char* who);
 
 /// Settings from the environment; throws UsageError naming the missing variables.
 DdpSettings settings_from_environment();
 /// Settings from explicit options and this process's LOCAL_RANK / LOCAL_WORLD_SIZE.
 DdpSettings settings_from_options(const DdpOptions& options);
-/// The environment in_ddp gives every rank so that settings_from_environment finds them.
-std::map<std::string, std::string> environment_for(const DdpOptions& options, int world_size, int port);
+/// The environment in_ddp gives every rank so that settings_from_environment finds them:
+/// torchrun's names (RANK comes from the guard itself), and the store at `store`.
+std::map<std::string, std::string> environment_for(const DdpOptions& options, const GroupPlace& place,
+                                                   const std::string& store, int port);
 
 }  // namespace mpify::detail

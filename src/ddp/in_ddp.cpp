@@ -1,48 +1,197 @@
-// in_ddp's part in the caller: the rendezvous store that every rank's DdpGuard meets at.
+// in_ddp's part in the caller: the rendezvous store that every rank's DdpGuard meets at,
+// and, when the group spans machines, this machine's place in it.
 #include "ddp/ddp_settings.hpp"
-#include "ddp/store.hpp"
+#include "ddp/rendezvous.hpp"
+#include "store/client.hpp"
+#include "store/server.hpp"
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/error.hpp>
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
 namespace mpify::detail {
+namespace {
+
+std::string bytes_text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::vector<uint8_t> text_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+
+// This caller's place in a group across machines, agreed with the others through the
+// store, and its connection there: the store notices when it ends without a goodbye.
+class MachineInGroup {
+public:
+    MachineInGroup(const store::Endpoint& endpoint, const DdpOptions& options, int base_rank, int n, int world)
+        : base_(base_rank) {
+        const std::string call = std::to_string(next_call_number(endpoint.text()));
+        connect_to_this_call(endpoint, call, options.timeout);
+        const std::string host = store::this_host_name();
+        store_->introduce(store::Member::Kind::caller, base_, n, host);
+        try {
+            agree(host, n, world);
+        } catch (const std::exception& e) {
+            leave(true, e.what());  // the machines waiting for this one's ranks learn why
+            throw;
+        }
+        // The master opens the call to the others only now: its shape is the group's.
+        if (base_ == 0) store_->set("mpify/call", text_bytes(call));
+    }
+
+    /// After a failure of this machine's ranks: what the store says of the other machines,
+    /// when one of them went away or failed; empty when they are all still there.
+    std::string other_machines_news() {
+        std::vector<store::Member> members;
+        try {
+            members = store_->members();
+        } catch (const std::exception&) {
+            return fmt::format("the group's rendezvous at {}, hosted by the machine of rank 0, is gone: that machine "
+                               "failed, or its in_ddp ended", store_->endpoint().describe());
+        }
+        std::string news;
+        for (const store::Member& m : members) {
+            if (m.kind != store::Member::Kind::caller || m.number == base_) continue;
+            const std::string ranks = fmt::format("ranks {}-{} on {}", m.number, m.number + m.local_ranks - 1, m.host);
+            if (m.state == store::Member::State::gone)
+                news += fmt::format("{}{} went away without a word: their caller died, or their machine failed",
+                                    news.empty() ? "" : "; ", ranks);
+            else if (m.state == store::Member::State::failed)
+                news += fmt::format("{}{} failed: {}", news.empty() ? "" : "; ", ranks, m.note);
+        }
+        return news;
+    }
+
+    /// Says goodbye: a clean end, or the failure `note`. The master may have ended first
+    /// (nobody is left to tell): that is not an error.
+    void leave(bool failed, const std::string& note) noexcept {
+        try {
+            store_->leave(failed, note);
+        } catch (...) {
+        }
+    }
+
+private:
+    // The store of this call, not of the one before: a program that calls in_ddp again
+    // with the same port may reach the master's previous store in the moment before it
+    // closes. Each process numbers its calls to an address; the master writes its number
+    // into its new store, and the others wait for the store that has theirs.
+    void connect_to_this_call(const store::Endpoint& endpoint, const std::string& call,
+                              std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        auto left = [&] {
+            return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                              deadline - std::chrono::steady_clock::now()));
+        };
+        for (;;) {
+            store_ = c10::make_intrusive<store::Client>(endpoint, left());
+            if (base_ == 0) return;  // the master's own, new store
+            std::string found;
+            try {
+                found = bytes_text(store_->get("mpify/call"));
+            } catch (const std::exception&) {  // that store closed under us, or time is up
+            }
+            if (found == call) return;
+            store_.reset();
+            if (std::chrono::steady_clock::now() >= deadline)
+                throw Error(fmt::format("mpify::in_ddp: the rendezvous at {} is still that of another in_ddp call "
+                                        "(call {} there, {} here) after {} ms: does every machine make the same "
+                                        "in_ddp calls?", endpoint.describe(), found.empty() ? "?" : found, call,
+                                        timeout.count()));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the old store is closing
+        }
+    }
+
+    static int next_call_number(const std::string& endpoint) {
+        static std::mutex mutex;
+        static std::map<std::string, int> calls;  // guarded by mutex
+        std::lock_guard lock(mutex);
+        return ++calls[endpoint];
+    }
+
+    // The first caller to arrive fixes the group's shape; the others must agree with it,
+    // and no rank may be claimed by two machines.
+    void agree(const std::string& host, int n, int world) {
+        const std::string shape = fmt::format("{} ranks, {} per machine", world, n);
+        const std::string agreed = bytes_text(store_->compareSet("mpify/shape", {}, text_bytes(shape + "|" + host)));
+        const std::string agreed_shape = agreed.substr(0, agreed.find('|'));
+        if (agreed_shape != shape)
+            throw UsageError(fmt::format(
+                "mpify::in_ddp: this machine ({}) was started for a group of {}, but {} started one of {}. Every "
+                "machine must run in_ddp with the same number of local ranks and the same number of machines.",
+                host, shape, agreed.substr(agreed.find('|') + 1), agreed_shape));
+        const std::string me = fmt::format("{} (pid {})", host, ::getpid());
+        for (int rank = base_; rank < base_ + n; ++rank) {
+            const std::string owner =
+                bytes_text(store_->compareSet("mpify/owner/" + std::to_string(rank), {}, text_bytes(me)));
+            if (owner != me)
+                throw UsageError(fmt::format("mpify::in_ddp: rank {} is claimed by {} and by this machine, {}; give "
+                                             "each machine its own base_rank (node rank)", rank, owner, me));
+        }
+    }
+
+    c10::intrusive_ptr<store::Client> store_;
+    int base_;
+};
+
+}  // namespace
 
 void with_rendezvous(const DdpOptions& options, int n,
                      const std::function<void(const std::map<std::string, std::string>&)>& run) {
-    const int world = options.world_size.value_or(n);
-    if (n < 1) throw UsageError(fmt::format("mpify::in_ddp: n must be at least 1 (it is {})", n));
-    if (options.base_rank < 0 || options.base_rank + n > world)
-        throw UsageError(fmt::format("mpify::in_ddp: ranks {}..{} of this call do not fit in a group of {} "
-                                     "(base_rank {}, n {}, world_size {})", options.base_rank,
-                                     options.base_rank + n - 1, world, options.base_rank, n, world));
+    const GroupPlace place = place_in_group(options, n, "mpify::in_ddp");
+    const int world = place.world_size;
     if (options.port < 0 || options.port > 65535)
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
-    int port = options.port;
-    c10::intrusive_ptr<c10d::TCPStore> store;  // hosted here for every rank, on every machine
-    if (options.base_rank == 0) {
-        // This caller hosts the rendezvous: with port 0 the kernel picks a free port as
-        // the store binds it, so no other process can take it in between.
-        auto fail = [&](const std::string& reason) {
-            return UsageError(fmt::format("mpify::in_ddp: cannot open the rendezvous store on {}:{} ({}). {}",
-                                          options.addr, options.port, reason,
-                                          options.port != 0 ? "Is the port in use? Choose another, or 0 for a free one."
-                                                            : ""));
-        };
+
+    if (world == n && options.port == 0) {
+        // The whole group is here and no port was asked for: its store is a UNIX socket in
+        // a folder only this user can enter; nothing listens on the network.
+        const store::PrivateSocketFolder folder;
+        store::Endpoint endpoint;
+        endpoint.unix_path = folder.socket_path();
+        const store::Server server(endpoint);
+        run(environment_for(options, place, endpoint.text(), 0));
+        return;
+    }
+
+    store::Endpoint endpoint;
+    endpoint.host = options.addr;
+    endpoint.port = options.port;
+    std::optional<store::Server> server;  // hosted by the caller with base_rank 0, for every machine
+    if (place.base_rank == 0) {
         try {
-            store = open_store(options.addr, port, options.timeout, /*server=*/true);
-            port = store->getPort();
-        } catch (const c10::Error& e) {
-            throw fail(e.what_without_backtrace());
-        } catch (const std::exception& e) {  // c10d's SocketError, among others
-            throw fail(e.what());
+            server.emplace(endpoint);
+        } catch (const std::exception& e) {
+            throw UsageError(fmt::format("mpify::in_ddp: cannot open the rendezvous store: {}. {}", e.what(),
+                                         options.port != 0 ? "Is the port in use? Choose another, or 0 for a free one."
+                                                           : ""));
         }
-    } else if (port == 0) {
+        endpoint = server->endpoint();
+    } else if (options.port == 0) {
         throw UsageError("mpify::in_ddp: a caller with base_rank > 0 joins the group of the caller with "
                          "base_rank 0; give it that caller's addr and port (port 0 cannot be agreed on)");
     }
-    run(environment_for(options, world, port));
+    MachineInGroup machine(endpoint, options, place.base_rank, n, world);
+    try {
+        run(environment_for(options, place, endpoint.text(), endpoint.port));
+    } catch (const std::exception& e) {
+        // Broken collectives here may be the echo of another machine's end: say so.
+        const std::string news = machine.other_machines_news();
+        machine.leave(true, e.what());
+        if (news.empty()) throw;
+        const std::string sentence = news.back() == '.' ? news : news + ".";  // a failure note may end with one
+        std::throw_with_nested(Error(fmt::format("mpify::in_ddp (ranks {}-{}): {} What failed here: {}",
+                                                 place.base_rank, place.base_rank + n - 1, sentence, e.what())));
+    } catch (...) {
+        machine.leave(true, "an exception that is not a std::exception");
+        throw;
+    }
+    machine.leave(false, "");
 }
 
 }  // namespace mpify::detail

@@ -3,6 +3,8 @@
 #include "call/environment.hpp"
 #include "ddp/rendezvous.hpp"
 #include "ddp/sigpipe_block.hpp"
+#include "store/endpoint.hpp"
+#include "store/server.hpp"
 
 #include <mpify/error.hpp>
 
@@ -53,14 +55,19 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_group(const c10::intrusive_ptr<c10
     (void)backend;
 #endif
     auto options = c10d::ProcessGroupGloo::Options::create(s.timeout);
-    // Loopback groups bind to loopback; across machines, Gloo picks this host's address
-    // (GLOO_SOCKET_IFNAME chooses the interface, as in PyTorch).
-    if (is_loopback(s.addr))
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"))
+    // Gloo listens, and tells its peers to connect, at the address its device binds.
+    // GLOO_SOCKET_IFNAME chooses the interface, as in PyTorch; else a group on one machine
+    // stays on loopback, and across machines each rank takes the address of its route to
+    // the master, the one its peers can reach (Gloo's own default is the address the
+    // host name resolves to, often 127.0.1.1 or 127.0.0.1).
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname)
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (s.store.rfind("unix:", 0) == 0 || is_loopback(s.addr))
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
-        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForHostname(store::local_address_toward(s.addr)));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, s.rank, s.world_size, options);
 }
 
@@ -86,20 +93,24 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     state->sigpipe = std::make_unique<SigpipeBlock>();  // before Gloo starts its threads
     state->rank = s.rank;
     state->world_size = s.world_size;
-    state->environment = std::make_unique<ScopedEnvironment>(std::map<std::string, std::string>{
+    std::map<std::string, std::string> variables{
         {"RANK", std::to_string(s.rank)},
         {"WORLD_SIZE", std::to_string(s.world_size)},
         {"MASTER_ADDR", s.addr},
-        {"MASTER_PORT", std::to_string(s.port)},
-    });
+    };
+    if (s.port != 0) variables["MASTER_PORT"] = std::to_string(s.port);  // a one-machine group has no port
+    state->environment = std::make_unique<ScopedEnvironment>(variables);
     bind_device(s, backend);
 
-    state->store = connect_store(s, !s.store_hosted && s.rank == 0);
-    wait_for_all(*state->store, s, "joined", "did not join the group");
+    // Launched without in_ddp (torchrun's way), rank 0 hosts the store.
+    if (s.store.empty() && s.rank == 0) state->store_server = std::make_unique<store::Server>(store_endpoint(s));
+    auto store = connect_store(s);
+    state->store = store;
+    wait_for_all(*store, s, "joined", "did not join the group");
     state->group = create_group(state->store, s, backend);
     // Gloo's constructor can return on one rank while a peer is still completing its
     // connections: nobody goes on (and perhaps tears the group down) before all are done.
-    wait_for_all(*state->store, s, "connected", "did not finish connecting");
+    wait_for_all(*store, s, "connected", "did not finish connecting");
     return state;
 }
 

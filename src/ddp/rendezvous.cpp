@@ -1,54 +1,94 @@
 #include "ddp/rendezvous.hpp"
 
-#include "ddp/store.hpp"
-
 #include <mpify/error.hpp>
-
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace mpify::detail {
 namespace {
 
-// The ranks among `from`..world_size-1 that have not set `phase`/<rank>, asked over a
-// new connection. The waiting one cannot be trusted after its wait timed out: the store
-// still owes it a "stop waiting" byte for the key it gave up on, and when that key comes
-// late, the byte is read as the answer to the next question (it is 0, as is "ready").
-std::string missing_ranks(const DdpSettings& s, const std::string& phase, int from) {
+std::string key(const std::string& phase, int rank) { return "mpify/" + phase + "/" + std::to_string(rank); }
+
+std::string joined(const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return text;
+}
+
+struct Missing {
+    std::string ranks;  ///< "2, 3"
+    std::string hosts;  ///< " (2, 3 on host b ...)" when the store knows
+};
+
+// The ranks among `from`..world_size-1 that have not set `phase`/<rank>. A wait that
+// timed out was answered "timed out" by the store, so the connection can ask again.
+Missing missing_ranks(store::Client& store, const DdpSettings& s, const std::string& phase, int from) {
     try {
-        auto probe = connect_store(s, false);
-        std::string missing;
+        std::vector<int> missing;
         for (int rank = from; rank < s.world_size; ++rank)
-            if (!probe->check({phase + "/" + std::to_string(rank)}))
-                missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
-        return missing;
+            if (!store.check({key(phase, rank)})) missing.push_back(rank);
+        return {joined(missing), hosts_of(missing, store.members())};
     } catch (const std::exception& e) {
-        return fmt::format("among {}..{} (the store could not say which: {})", from, s.world_size - 1, e.what());
+        return {fmt::format("among {}..{}", from, s.world_size - 1),
+                fmt::format(" (the store could not say which: {})", e.what())};
     }
 }
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Store> connect_store(const DdpSettings& s, bool server) {
-    return c10::make_intrusive<c10d::PrefixStore>("mpify", open_store(s.addr, s.port, s.timeout, server));
+store::Endpoint store_endpoint(const DdpSettings& s) {
+    if (!s.store.empty()) return store::Endpoint::parse(s.store, "MPIFY_DDP_STORE");
+    store::Endpoint e;
+    e.host = s.addr;
+    e.port = s.port;
+    return e;
 }
 
-void wait_for_all(c10d::Store& store, const DdpSettings& s, const std::string& phase, const char* failure) {
-    store.set(phase + "/" + std::to_string(s.rank), std::vector<uint8_t>{1});
+c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s) {
+    return c10::make_intrusive<store::Client>(store_endpoint(s), s.timeout);
+}
+
+std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members) {
+    const bool callers_known = std::any_of(members.begin(), members.end(), [](const store::Member& m) {
+        return m.kind == store::Member::Kind::caller;
+    });
+    if (ranks.empty() || !callers_known) return "";  // one machine: no caller introduces itself
+    std::map<std::string, std::vector<int>> by_host;
+    for (int r : ranks) {
+        std::string host;
+        for (const store::Member& m : members)
+            if (m.kind == store::Member::Kind::caller && r >= m.number && r < m.number + m.local_ranks)
+                host = fmt::format("on {} (its caller is {})", m.host, store::state_name(m.state));
+        by_host[host.empty() ? "from a machine the store has not heard from" : host].push_back(r);
+    }
+    std::string text;
+    for (const auto& [host, its_ranks] : by_host)
+        text += fmt::format("{}{} {}", text.empty() ? "" : "; ", joined(its_ranks), host);
+    // A machine refused at the rendezvous says why (a different number of local ranks...).
+    for (const store::Member& m : members)
+        if (m.kind == store::Member::Kind::caller && m.state == store::Member::State::failed)
+            text += fmt::format("; the caller on {} failed: {}", m.host, m.note);
+    return " (" + text + ")";
+}
+
+void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure) {
+    store.set(key(phase, s.rank), std::vector<uint8_t>{1});
     const auto deadline = std::chrono::steady_clock::now() + s.timeout;
     for (int rank = 0; rank < s.world_size; ++rank) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         try {
-            store.wait({phase + "/" + std::to_string(rank)}, std::max(left, std::chrono::milliseconds(1)));
+            store.wait({key(phase, rank)}, std::max(left, std::chrono::milliseconds(1)));
         } catch (const std::exception&) {
+            const Missing missing = missing_ranks(store, s, phase, rank);
             throw Error(fmt::format(
-                "mpify::DdpGuard (rank {} of {}): rank(s) {} {} at {}:{} within {} ms. "
+                "mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
                 "Did every process start, with the same world_size, addr and port?",
-                s.rank, s.world_size, missing_ranks(s, phase, rank), failure, s.addr, s.port, s.timeout.count()));
+                s.rank, s.world_size, missing.ranks, failure, missing.hosts, store.endpoint().describe(),
+                s.timeout.count()));
         }
     }
 }

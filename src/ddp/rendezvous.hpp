@@ -1,21 +1,30 @@
 #pragma once
-// The rendezvous of a DdpGuard: every rank connects to the group's TCPStore, announces
+// The rendezvous of a DdpGuard: every rank connects to the group's store, announces
 // each phase it reached and waits for the others, so that a rank that never comes is
-// named in the error instead of surfacing as a socket timeout deep inside Gloo.
+// named (with its machine, when the store knows it) instead of surfacing as a socket
+// timeout deep inside Gloo.
 #include "ddp/ddp_settings.hpp"
-
-#include <torch/csrc/distributed/c10d/Store.hpp>
+#include "store/client.hpp"
 
 #include <string>
+#include <vector>
 
 namespace mpify::detail {
 
-/// The group's store at s.addr:s.port under the "mpify" prefix; `server` hosts it.
-c10::intrusive_ptr<c10d::Store> connect_store(const DdpSettings& s, bool server);
+/// Where this rank finds the group's store: s.store, or s.addr:s.port.
+store::Endpoint store_endpoint(const DdpSettings& s);
+
+/// A connection to the group's store (see store_endpoint). Throws Error when it cannot
+/// be reached within s.timeout.
+c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s);
 
 /// Sets `phase`/<s.rank>, then waits until every rank of the group has set its key.
 /// Throws Error naming the ranks still missing when s.timeout runs out, with `failure`
 /// saying what they failed to do ("did not join the group").
-void wait_for_all(c10d::Store& store, const DdpSettings& s, const std::string& phase, const char* failure);
+void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure);
+
+/// " (host a: ranks 0-1; no word from the machine of ranks 2-3)": where `ranks` run, as
+/// far as the callers that introduced themselves to the store tell.
+std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members);
 
 }  // namespace mpify::detail

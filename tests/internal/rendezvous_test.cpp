@@ -1,58 +1,155 @@
-// The rendezvous of a DdpGuard, against a real TCPStore on loopback, without processes.
+// The rendezvous and its store, without processes: a real store server on a UNIX socket
+// or on loopback, its clients, and outsiders that send what they like.
 #include "ddp/rendezvous.hpp"
+#include "store/message.hpp"
+#include "store/server.hpp"
 
 #include <catch2/catch.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <chrono>
+#include <cstring>
 
 using Catch::Contains;
+namespace store = mpify::detail::store;
 
 namespace {
 
-// A store whose wait, when it times out, lets the awaited key arrive (over another
-// connection, confirmed by a round trip) before reporting the timeout: the moment a
-// late rank joins just after the others gave up on it.
-class LateArrivalStore : public c10d::Store {
-public:
-    LateArrivalStore(c10::intrusive_ptr<c10d::Store> waiting, c10::intrusive_ptr<c10d::Store> late)
-        : waiting_(std::move(waiting)), late_(std::move(late)) {}
-    void set(const std::string& key, const std::vector<uint8_t>& value) override { waiting_->set(key, value); }
-    std::vector<uint8_t> get(const std::string& key) override { return waiting_->get(key); }
-    int64_t add(const std::string& key, int64_t value) override { return waiting_->add(key, value); }
-    bool deleteKey(const std::string& key) override { return waiting_->deleteKey(key); }
-    bool check(const std::vector<std::string>& keys) override { return waiting_->check(keys); }
-    int64_t getNumKeys() override { return waiting_->getNumKeys(); }
-    void wait(const std::vector<std::string>& keys) override { waiting_->wait(keys); }
-    void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-        try {
-            waiting_->wait(keys, timeout);
-        } catch (...) {
-            for (const auto& key : keys) late_->set(key, std::vector<uint8_t>{1});
-            REQUIRE(late_->check(keys));
-            throw;
-        }
-    }
+using Clock = std::chrono::steady_clock;
 
-private:
-    c10::intrusive_ptr<c10d::Store> waiting_, late_;
-};
+store::Endpoint loopback() {
+    store::Endpoint e;
+    e.host = "127.0.0.1";
+    return e;
+}
+
+mpify::detail::DdpSettings settings_for(const store::Endpoint& e, int rank, int world, int timeout_ms) {
+    mpify::detail::DdpSettings s;
+    s.rank = rank;
+    s.world_size = world;
+    s.store = e.text();
+    s.timeout = std::chrono::milliseconds(timeout_ms);
+    return s;
+}
+
+// A raw connection to the server, for sending what no client would.
+mpify::detail::UniqueFd outsider(const store::Endpoint& e) {
+    return store::connect_to(e, Clock::now() + std::chrono::seconds(5));
+}
+
+void send_bytes(int fd, const std::string& bytes) {
+    REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+}
+
+// What the server does with a connection after the bytes sent: true when it closed it.
+bool closed_by_server(int fd) {
+    char c;
+    return ::recv(fd, &c, 1, 0) == 0;  // blocks until the server answers or closes
+}
 
 }  // namespace
 
-TEST_CASE("a rank that joins just after the timeout is told apart from one that never came", "[ddp][failure]") {
-    mpify::detail::DdpSettings s;
-    s.rank = 0;
-    s.world_size = 3;
-    s.addr = "127.0.0.1";
-    s.timeout = std::chrono::milliseconds(1000);
-    c10d::TCPStoreOptions hosting;
-    hosting.port = 0;  // the kernel picks a free one
-    hosting.isServer = true;
-    hosting.waitWorkers = false;
-    const c10d::TCPStore server(s.addr, hosting);
-    s.port = server.getPort();
-    LateArrivalStore store(mpify::detail::connect_store(s, false), mpify::detail::connect_store(s, false));
-    // Rank 1 comes late, after rank 0 stopped waiting for it; rank 2 never comes.
-    CHECK_THROWS_WITH(mpify::detail::wait_for_all(store, s, "joined", "did not join the group"),
-                      Contains("rank(s) 2 did not join the group"));
+TEST_CASE("store messages decode to what was encoded and refuse anything malformed", "[store]") {
+    const store::Message m{store::Tag::compare_set, -42, {"key", std::string("\0v\xff", 3), ""}};
+    std::string buffer = store::encode(m) + store::encode(store::Message{store::Tag::count, 7, {}});
+    auto first = store::take_message(buffer);
+    REQUIRE(first);
+    CHECK(first->tag == store::Tag::compare_set);
+    CHECK(first->number == -42);
+    CHECK(first->fields == m.fields);
+    CHECK(store::take_message(buffer)->number == 7);
+    CHECK(buffer.empty());
+
+    const std::string body = store::encode(m).substr(4);
+    CHECK_THROWS_WITH(store::decode_body(body + "x"), Contains("1 bytes after its last field"));
+    CHECK_THROWS_WITH(store::decode_body(body.substr(0, body.size() - 1)), Contains("needs"));
+    CHECK_THROWS_WITH(store::decode_body(std::string("\x63") + std::string(12, '\0')), Contains("unknown store message tag 99"));
+    // 2^32-1 fields announced in a 13-byte body: refused before anything is reserved.
+    CHECK_THROWS_WITH(store::decode_body(std::string(9, '\3') + std::string(4, '\xff')), Contains("fields in 0 bytes"));
+    std::string huge = "\xff\xff\xff\x7f";  // 2 GiB announced
+    CHECK_THROWS_WITH(store::take_message(huge), Contains("the limit is"));
 }
 
+TEST_CASE("a rank that never joins is named when the timeout runs out", "[store][ddp][failure]") {
+    store::Endpoint e = loopback();
+    const store::Server server(e);
+    auto rank1 = mpify::detail::connect_store(settings_for(server.endpoint(), 1, 3, 600));
+    rank1->set("mpify/joined/1", {1});
+    auto rank0 = mpify::detail::connect_store(settings_for(server.endpoint(), 0, 3, 600));
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH(mpify::detail::wait_for_all(*rank0, settings_for(server.endpoint(), 0, 3, 600), "joined",
+                                                  "did not join the group"),
+                      Contains("rank(s) 2 did not join the group at 127.0.0.1:"));
+    CHECK(Clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("outsiders' bytes close their own connection and leave the group's rendezvous working", "[store][failure]") {
+    const store::PrivateSocketFolder folder;
+    store::Endpoint e;
+    e.unix_path = folder.socket_path();
+    const store::Server server(e);
+    auto silent = outsider(e);
+    send_bytes(silent.get(), "x");  // one byte, then nothing: a half message
+    auto greedy = outsider(e);
+    send_bytes(greedy.get(), std::string("\xff\xff\xff\x7f", 4));  // announces 2 GiB
+    CHECK(closed_by_server(greedy.get()));
+    auto junk = outsider(e);
+    send_bytes(junk.get(), store::encode(store::Message{store::Tag::set, 0, {"k", "v"}}).substr(0, 4) +
+                               std::string(30, '\x01'));  // a length whose body is garbage
+    CHECK(closed_by_server(junk.get()));
+
+    // Two ranks of a group meet as if nothing happened.
+    auto rank0 = mpify::detail::connect_store(settings_for(e, 0, 2, 5000));
+    auto rank1 = mpify::detail::connect_store(settings_for(e, 1, 2, 5000));
+    rank1->set("mpify/joined/1", {1});
+    mpify::detail::wait_for_all(*rank0, settings_for(e, 0, 2, 5000), "joined", "did not join the group");
+    CHECK(rank0->get("mpify/joined/1") == std::vector<uint8_t>{1});
+    CHECK(rank0->compareSet("shape", {}, {4}) == std::vector<uint8_t>{4});
+    CHECK(rank1->compareSet("shape", {}, {6}) == std::vector<uint8_t>{4});
+    CHECK(rank1->add("counter", 3) == 3);
+    CHECK(rank0->add("counter", 2) == 5);
+    CHECK(rank0->deleteKey("counter"));
+    CHECK_FALSE(rank0->check({"counter"}));
+}
+
+TEST_CASE("a store that never answers cannot hold a wait past its timeout", "[store][failure]") {
+    // A listening socket nobody serves: the connection is accepted by the kernel, and
+    // no reply ever comes.
+    const store::PrivateSocketFolder folder;
+    store::Endpoint e;
+    e.unix_path = folder.socket_path();
+    const auto listener = store::listen_at(e);
+    store::Client client(e, std::chrono::milliseconds(300));
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH(client.wait({"never"}, std::chrono::milliseconds(300)), Contains("did not answer within"));
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("the store tells a caller that left from one whose connection died", "[store]") {
+    store::Endpoint e = loopback();
+    const store::Server server(e);
+    {
+        store::Client clean(server.endpoint(), std::chrono::seconds(5));
+        clean.introduce(store::Member::Kind::caller, 0, 2, "a");
+    }  // says goodbye
+    {
+        // Introduced over a raw connection that then closes, as when its process is
+        // SIGKILLed: no goodbye.
+        auto killed = outsider(server.endpoint());
+        send_bytes(killed.get(), store::encode(store::Message{store::Tag::introduce, 2, {"caller", "b", "2"}}));
+        char reply[64];
+        REQUIRE(::recv(killed.get(), reply, sizeof reply, 0) > 0);
+    }
+    store::Client observer(server.endpoint(), std::chrono::seconds(5));
+    observer.introduce(store::Member::Kind::caller, 4, 2, "c");
+    const auto members = observer.members();
+    REQUIRE(members.size() == 3);
+    CHECK(members[0].state == store::Member::State::left);
+    CHECK(members[0].host == "a (127.0.0.1)");
+    CHECK(members[1].state == store::Member::State::gone);
+    CHECK(members[2].state == store::Member::State::present);
+    CHECK(mpify::detail::hosts_of({2, 3, 6}, members) ==
+          " (6 from a machine the store has not heard from; 2, 3 on b (127.0.0.1) (its caller is gone))");
+}

@@ -1,0 +1,17 @@
+#pragma once
+// Slurm's compressed host lists ("gpu[01-04,7],cpu-a[1-2]", "rack[1-2]-n[01-02]"),
+// expanded as `scontrol show hostnames` does: ranges keep the width of their first
+// number's leading zeros, several bracket groups in one name multiply, leftmost slowest.
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// Most hosts one list may expand to: a typo like n[1-99999999] is refused, not allocated.
+constexpr std::size_t max_hostlist_hosts = 1000000;
+
+/// The hosts of `list`, in order. Throws UsageError naming the list and what is wrong
+/// (an unclosed bracket, a range that runs backwards, too many hosts).
+std::vector<std::string> expand_hostlist(const std::string& list);
+
+}  // namespace mpify::detail

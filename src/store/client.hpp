@@ -1,0 +1,59 @@
+#pragma once
+// A connection to a group's rendezvous store, as the c10d::Store that Gloo and the
+// rendezvous use. Every operation ends by its deadline whatever the other end does (or
+// does not) send: a get or wait is timed by the store and answered "timed out", and a
+// store that stops answering is given up on a second later.
+#include "store/endpoint.hpp"
+#include "store/member.hpp"
+#include "store/message.hpp"
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <mutex>
+
+namespace mpify::detail::store {
+
+class Client final : public c10d::Store {
+public:
+    /// Connects to `endpoint`, retrying while nothing listens there until `timeout`,
+    /// which is also how long each get and wait may take. Throws Error.
+    Client(Endpoint endpoint, std::chrono::milliseconds timeout);
+    /// Says goodbye (a clean end) if introduced and not yet gone.
+    ~Client() override;
+
+    /// Tells the store who this connection is (see member.hpp).
+    void introduce(Member::Kind kind, int number, int local_ranks, const std::string& host);
+    /// Tells the store this member ends: cleanly, or after the failure `note`.
+    void leave(bool failed, const std::string& note);
+    /// Everyone the store has heard from.
+    std::vector<Member> members();
+    const Endpoint& endpoint() const { return endpoint_; }
+
+    void set(const std::string& key, const std::vector<uint8_t>& value) override;
+    std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                    const std::vector<uint8_t>& desired) override;
+    std::vector<uint8_t> get(const std::string& key) override;
+    int64_t add(const std::string& key, int64_t value) override;
+    bool deleteKey(const std::string& key) override;
+    bool check(const std::vector<std::string>& keys) override;
+    int64_t getNumKeys() override;
+    void wait(const std::vector<std::string>& keys) override;
+    void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+private:
+    /// Sends `request` and returns the reply (Tag::ok); throws Error on a "failed" reply,
+    /// a broken connection, or no reply within `patience`.
+    Message call(const Message& request, std::chrono::milliseconds patience);
+    Message call(const Message& request);
+
+    Endpoint endpoint_;
+    std::mutex mutex_;  ///< one request at a time on the connection
+    UniqueFd fd_;
+    bool introduced_ = false;
+    bool left_ = false;
+};
+
+/// This machine's name, for the store's members and for messages.
+std::string this_host_name();
+
+}  // namespace mpify::detail::store

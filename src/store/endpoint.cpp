@@ -1,0 +1,233 @@
+#include "store/endpoint.hpp"
+
+#include "common/posix.hpp"
+
+#include <mpify/error.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+namespace mpify::detail::store {
+namespace {
+
+struct AddrInfoFree {
+    void operator()(addrinfo* list) const { ::freeaddrinfo(list); }
+};
+using AddrInfoList = std::unique_ptr<addrinfo, AddrInfoFree>;
+
+// host:port resolved (numeric or by name), TCP; throws UsageError naming the host.
+AddrInfoList resolve(const std::string& host, int port, int datagram = 0) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = datagram ? SOCK_DGRAM : SOCK_STREAM;
+    addrinfo* list = nullptr;
+    const int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+    if (status != 0)
+        throw UsageError(fmt::format("mpify: the master address '{}' does not resolve ({}); give an address or "
+                                     "a name this machine can resolve (MASTER_ADDR / DdpOptions::addr)",
+                                     host, ::gai_strerror(status)));
+    return AddrInfoList(list);
+}
+
+sockaddr_un unix_address(const std::string& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof address.sun_path)
+        throw UsageError(fmt::format("mpify: the socket path {} is longer than {} bytes", path,
+                                     sizeof address.sun_path - 1));
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    return address;
+}
+
+std::string numeric_host(const sockaddr* address, socklen_t size) {
+    char text[NI_MAXHOST] = {};
+    if (::getnameinfo(address, size, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
+    return text;
+}
+
+// A non-blocking connect to one address, finished within `deadline`; errno-style result.
+int connect_one(int fd, const sockaddr* address, socklen_t size, std::chrono::steady_clock::time_point deadline) {
+    if (::connect(fd, address, size) == 0) return 0;
+    if (errno != EINPROGRESS) return errno;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                std::chrono::steady_clock::now());
+        if (left.count() <= 0) return ETIMEDOUT;
+        pollfd p{fd, POLLOUT, 0};
+        const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+        if (ready < 0 && errno != EINTR) return errno;
+        if (ready > 0) break;
+    }
+    int error = 0;
+    socklen_t length = sizeof error;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    return error;
+}
+
+// Whether connecting again later can succeed: nothing listens yet, or the route is not up yet.
+bool worth_retrying(int error) {
+    return error == ECONNREFUSED || error == ENOENT || error == ECONNRESET || error == EHOSTUNREACH ||
+           error == ENETUNREACH || error == EAGAIN || error == ETIMEDOUT;
+}
+
+// Sockets are blocking (the client polls with deadlines) and never inherited by a program
+// a worker execs.
+UniqueFd new_socket(int family) {
+    UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) throw std::system_error(errno, std::generic_category(), "mpify: socket");
+    return fd;
+}
+
+void make_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
+
+}  // namespace
+
+std::string Endpoint::text() const {
+    return unix_path.empty() ? fmt::format("tcp:{}:{}", host, port) : "unix:" + unix_path;
+}
+
+Endpoint Endpoint::parse(const std::string& text, const char* variable) {
+    Endpoint e;
+    if (text.rfind("unix:/", 0) == 0) {
+        e.unix_path = text.substr(5);
+        return e;
+    }
+    const auto colon = text.rfind(':');
+    if (text.rfind("tcp:", 0) == 0 && colon > 4) {
+        e.host = text.substr(4, colon - 4);
+        const std::string port = text.substr(colon + 1);
+        char* end = nullptr;
+        const long value = std::strtol(port.c_str(), &end, 10);
+        if (!port.empty() && *end == '\0' && value > 0 && value <= 65535) {
+            e.port = static_cast<int>(value);
+            return e;
+        }
+    }
+    throw UsageError(fmt::format("mpify: {}='{}' is not a store address (unix:/path or tcp:host:port)", variable, text));
+}
+
+std::string Endpoint::describe() const {
+    return unix_path.empty() ? fmt::format("{}:{}", host, port) : "the UNIX socket " + unix_path;
+}
+
+PrivateSocketFolder::PrivateSocketFolder() {
+    // $TMPDIR when a socket path fits there (108 bytes at most), else /tmp. mkdtemp makes
+    // the folder 0700 under a name nobody can guess or take first.
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string base = tmpdir && *tmpdir && std::strlen(tmpdir) < 60 ? tmpdir : "/tmp";
+    std::string folder = base + "/mpify-group-XXXXXX";
+    if (::mkdtemp(folder.data()) == nullptr)
+        throw Error(fmt::format("mpify::in_ddp: cannot make a private folder for the group's socket in {}: {}",
+                                base, std::strerror(errno)));
+    folder_ = folder;
+}
+
+PrivateSocketFolder::~PrivateSocketFolder() {
+    ::unlink(socket_path().c_str());
+    ::rmdir(folder_.c_str());
+}
+
+UniqueFd listen_at(Endpoint& endpoint) {
+    if (!endpoint.unix_path.empty()) {
+        UniqueFd fd = new_socket(AF_UNIX);
+        const sockaddr_un address = unix_address(endpoint.unix_path);
+        if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(fd.get(), 128) != 0)
+            throw UsageError(fmt::format("mpify: cannot listen at {}: {}", endpoint.describe(),
+                                         std::strerror(errno)));
+        return fd;
+    }
+    std::string last_error = "no address";
+    const AddrInfoList list = resolve(endpoint.host, endpoint.port);
+    for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
+        UniqueFd fd = new_socket(a->ai_family);
+        const int on = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // a port left in TIME_WAIT
+        if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.get(), 128) != 0) {
+            last_error = errno == EADDRNOTAVAIL
+                             ? fmt::format("{} is not an address of this machine: the caller with base_rank 0 "
+                                           "hosts the rendezvous and must run on the master",
+                                           numeric_host(a->ai_addr, a->ai_addrlen))
+                             : std::strerror(errno);
+            continue;
+        }
+        sockaddr_storage bound{};
+        socklen_t size = sizeof bound;
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &size);
+        endpoint.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+        return fd;
+    }
+    throw UsageError(fmt::format("mpify: cannot listen at {}:{} ({})", endpoint.host, endpoint.port, last_error));
+}
+
+UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline) {
+    std::string last_error;
+    bool permanent = false;
+    // One try at every address the endpoint has; an empty fd when none answered.
+    auto attempt = [&]() -> UniqueFd {
+        auto try_address = [&](int family, const sockaddr* address, socklen_t size) -> UniqueFd {
+            UniqueFd fd = new_socket(family);
+            const int error = connect_one(fd.get(), address, size, deadline);
+            if (error != 0) {
+                last_error = std::strerror(error);
+                permanent = permanent || !worth_retrying(error);
+                return UniqueFd();
+            }
+            make_blocking(fd.get());
+            if (family != AF_UNIX) {
+                const int on = 1;
+                ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+            }
+            return fd;
+        };
+        if (!endpoint.unix_path.empty()) {
+            const sockaddr_un address = unix_address(endpoint.unix_path);
+            return try_address(AF_UNIX, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+        }
+        const AddrInfoList list = resolve(endpoint.host, endpoint.port);
+        for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next)
+            if (UniqueFd fd = try_address(a->ai_family, a->ai_addr, a->ai_addrlen)) return fd;
+        return UniqueFd();
+    };
+    auto pause = std::chrono::milliseconds(10);
+    for (;;) {
+        if (UniqueFd fd = attempt()) return fd;
+        if (permanent || std::chrono::steady_clock::now() + pause >= deadline) break;
+        // Not a synchronization: nothing can tell us when a remote master starts listening.
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
+    throw Error(fmt::format("mpify: cannot reach the group's rendezvous at {} ({}). Is the caller with base_rank 0 "
+                            "running there, and is the address right?", endpoint.describe(), last_error));
+}
+
+std::string local_address_toward(const std::string& host) {
+    const AddrInfoList list = resolve(host, 9, /*datagram=*/1);
+    for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
+        // A connected UDP socket sends nothing; the kernel only chooses the route and the
+        // source address it would use.
+        UniqueFd fd(::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        if (!fd || ::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) continue;
+        sockaddr_storage local{};
+        socklen_t size = sizeof local;
+        if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &size) != 0) continue;
+        return numeric_host(reinterpret_cast<sockaddr*>(&local), size);
+    }
+    throw UsageError(fmt::format("mpify: this machine has no route to the master address '{}'", host));
+}
+
+}  // namespace mpify::detail::store

@@ -1,0 +1,54 @@
+#pragma once
+// Where a group's rendezvous store is: a UNIX socket in a private folder when the whole
+// group is on this machine (nothing another machine, or another user, can reach), or a
+// TCP port on the master's address when it spans machines (bound to that address only,
+// never to every interface).
+#include "common/unique_fd.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace mpify::detail::store {
+
+struct Endpoint {
+    std::string unix_path;  ///< non-empty: a UNIX socket
+    std::string host;       ///< else: TCP to host:port
+    int port = 0;
+
+    /// "unix:/path" or "tcp:host:port", as it travels in the environment.
+    std::string text() const;
+    /// Parses text(); throws UsageError naming `variable` on anything else.
+    static Endpoint parse(const std::string& text, const char* variable);
+    /// For messages: "host:port" or "the UNIX socket /path".
+    std::string describe() const;
+};
+
+/// A folder only this user can enter, for one group's UNIX socket; removed (with the
+/// socket) when this object ends.
+class PrivateSocketFolder {
+public:
+    PrivateSocketFolder();  ///< throws Error naming the folder it could not make
+    ~PrivateSocketFolder();
+    PrivateSocketFolder(const PrivateSocketFolder&) = delete;
+    PrivateSocketFolder& operator=(const PrivateSocketFolder&) = delete;
+    std::string socket_path() const { return folder_ + "/store"; }
+
+private:
+    std::string folder_;
+};
+
+/// A listening socket at `endpoint`; with TCP port 0 the kernel picks a free port, which
+/// is written back into `endpoint`. Throws UsageError saying why it cannot listen there.
+UniqueFd listen_at(Endpoint& endpoint);
+
+/// A connected socket to `endpoint`, tried again while nothing listens there yet (the
+/// master may start later than this host) until `deadline`. Throws Error naming the
+/// endpoint and the last reason.
+UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline);
+
+/// This machine's address on the route toward `host` (no packet is sent): the address
+/// the group's peers can reach this machine at. "127.0.0.1" for a loopback host.
+/// Throws UsageError when `host` does not resolve.
+std::string local_address_toward(const std::string& host);
+
+}  // namespace mpify::detail::store
