@@ -68,8 +68,10 @@ struct DdpOptions {
     /// - torchrun's names: NODE_RANK (or GROUP_RANK) and NNODES, MASTER_ADDR, MASTER_PORT;
     /// - Open MPI's mpirun: OMPI_COMM_WORLD_RANK and _SIZE, with MASTER_ADDR given
     ///   (`mpirun -x MASTER_ADDR=host-of-rank-0`);
-    /// - Slurm's srun, one task per node: SLURM_NODEID and SLURM_NNODES; the master is
-    ///   MASTER_ADDR or else the first host of SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST).
+    /// - Slurm's srun, one task per node: SLURM_NODEID and SLURM_NNODES (a job step:
+    ///   SLURM_STEP_ID; an sbatch script itself is refused, it runs on one node); the
+    ///   master is MASTER_ADDR or else the first host of SLURM_STEP_NODELIST (or
+    ///   SLURM_JOB_NODELIST).
     /// The port is MASTER_PORT, else 29500 (under Slurm: 20000 + SLURM_JOB_ID mod 20000,
     /// so that two jobs sharing a node do not collide). With none of these variables: one
     /// machine (the defaults). Missing or contradictory variables throw UsageError naming them.
@@ -77,14 +79,16 @@ struct DdpOptions {
 };
 
 /// The RAII scope of one process group. On construction: sets RANK, WORLD_SIZE,
-/// MASTER_ADDR and MASTER_PORT, binds the process to its GPU when CUDA is used, joins
+/// MASTER_ADDR and MASTER_PORT (not for a one-machine in_ddp group, whose rendezvous is
+/// a UNIX socket and has no port), binds the process to its GPU when CUDA is used, joins
 /// the rendezvous and creates the group. On destruction: destroys the group and restores
 /// the environment; a new guard in the same process then works. One guard at a time
 /// per process: a second one, nested or on another thread, is a mpify::UsageError.
 ///
 /// Default-constructed (as in_ddp does in every rank), it reads its settings from the
 /// environment in_ddp prepared; outside in_ddp it needs MASTER_ADDR and MASTER_PORT and
-/// RANK/WORLD_SIZE (or LOCAL_RANK/LOCAL_WORLD_SIZE), as torchrun provides.
+/// RANK/WORLD_SIZE (or LOCAL_RANK/LOCAL_WORLD_SIZE), as torchrun provides, and rank 0
+/// hosts the rendezvous at MASTER_ADDR:MASTER_PORT.
 class MPIFY_API DdpGuard {
 public:
     DdpGuard();
