@@ -10,6 +10,7 @@ The kernel is started from its kernelspec, as Jupyter starts it. Run with /usr/b
 import argparse
 import os
 import queue
+import shutil
 import sys
 import tempfile
 import time
@@ -113,6 +114,7 @@ class KernelTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.kernel.close()
+        shutil.rmtree(cls.workdir, ignore_errors=True)  # what cells wrote (%%file)
 
     def assert_ok(self, code, timeout=120):
         messages, reply = self.kernel.run(code, timeout)
