@@ -16,6 +16,7 @@ packages=(
   chromium chromium-driver python3-selenium   # the notebook test in a real browser
   # Several machines: namespaces as hosts, and the launchers run for real in the tests
   iproute2 slurm-wlm munge openmpi-bin
+  clang-19 libclang-rt-19-dev          # libFuzzer, for the decoders' fuzz targets
 )
 
 missing=()

@@ -259,6 +259,17 @@ int allreduce_until_stopped() {
 }
 MPIFY_REGISTER(allreduce_until_stopped);
 
+int join_group_of(int world_size, int port) {
+    if (mpify::local_rank() != 0) std::cout << "joining" << std::endl;
+    mpify::DdpOptions options;
+    options.world_size = world_size;
+    options.port = port;
+    options.timeout = std::chrono::minutes(1);
+    const mpify::DdpGuard guard(options);  // rank 0 hosts the store, as under torchrun
+    return guard.rank();
+}
+MPIFY_REGISTER(join_group_of);
+
 std::vector<std::string> listening_addresses() {
     // The sockets this process has open, by inode ...
     std::set<std::string> mine;

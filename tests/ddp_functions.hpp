@@ -60,6 +60,9 @@ std::string torchrun_variables();
 /// All-reduces 1 MiB over and over (5 minutes at most); rank 0 prints "training" after the
 /// first: a run for a test to kill a machine in the middle of.
 int allreduce_until_stopped();
+/// Prints "joining" (not on local rank 0), then joins a group of `world_size` at
+/// 127.0.0.1:`port` with a DdpGuard of its own, for a minute at most.
+int join_group_of(int world_size, int port);
 /// The local addresses (hex, as in /proc/net/tcp) of the TCP sockets this process listens
 /// on while its group is up: in the caller, rank 0, that includes whatever in_ddp opened.
 std::vector<std::string> listening_addresses();

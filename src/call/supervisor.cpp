@@ -200,7 +200,17 @@ void Supervisor::read_channel(Worker& w) {
     while (w.channel) {
         const ReadResult got = read_some(w.channel.get(), buffer.data(), buffer.size());
         if (got.kind == ReadResult::bytes) {
-            w.frames.append(buffer.data(), got.size);
+            try {
+                w.frames.append(buffer.data(), got.size);
+            } catch (const std::exception& e) {  // not a frame mpify's worker sends
+                RankFailure failure;
+                failure.rank = w.rank;
+                failure.kind = RankFailure::Kind::protocol;
+                failure.message = e.what();
+                w.channel.reset();
+                fail(w, std::move(failure), std::nullopt);
+                return;
+            }
             Frame frame;
             while (w.channel && w.frames.next(frame)) handle_frame(w, frame);
             continue;

@@ -3,6 +3,7 @@
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
+#include <mpify/interrupt.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -29,15 +30,20 @@ std::chrono::milliseconds bounded(std::chrono::milliseconds timeout) {
 std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
 std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
-// Waits until `fd` has `events` or `deadline` passes; false on the deadline.
-bool ready(int fd, short events, Clock::time_point deadline) {
+enum class Wait { ready, timed_out, interrupted };
+
+// Waits until `fd` has `events` or `deadline` passes. In the caller's own rank a
+// rendezvous can wait minutes for another machine: it looks for an interrupt
+// (mpify::request_interrupt) at least every 100 ms.
+Wait wait_for(int fd, short events, Clock::time_point deadline) {
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) return false;
+        if (left <= 0) return Wait::timed_out;
+        if (mpify::interrupt_requested()) return Wait::interrupted;
         pollfd p{fd, events, 0};
-        const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60000)));
-        if (n > 0) return true;
-        if (n < 0 && errno != EINTR) return true;  // the read or write that follows reports it
+        const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
+        if (n > 0) return Wait::ready;
+        if (n < 0 && errno != EINTR) return Wait::ready;  // the read or write that follows reports it
     }
 }
 
@@ -70,9 +76,14 @@ Message Client::call(const Message& request, std::chrono::milliseconds patience)
         fd_.reset();  // half a reply may be on the way: the next request starts afresh
         return Error(fmt::format("mpify: the group's rendezvous store at {} {}", endpoint_.describe(), why));
     };
+    auto await_socket = [&](short events, const char* not_in_time) {
+        const Wait result = wait_for(fd_.get(), events, deadline);
+        if (result == Wait::interrupted) throw broken("was left: the call was interrupted");
+        if (result == Wait::timed_out) throw broken(fmt::format("{} within {} ms", not_in_time, patience.count()));
+    };
     const std::string bytes = encode(request);
     for (std::size_t at = 0; at < bytes.size();) {
-        if (!ready(fd_.get(), POLLOUT, deadline)) throw broken(fmt::format("took no request for {} ms", patience.count()));
+        await_socket(POLLOUT, "took no request");
         const ssize_t n = ::send(fd_.get(), bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) throw broken(fmt::format("is gone ({})", std::strerror(errno)));
         if (n > 0) at += static_cast<std::size_t>(n);
@@ -91,7 +102,7 @@ Message Client::call(const Message& request, std::chrono::milliseconds patience)
         } catch (const MalformedMessage& e) {
             throw broken(fmt::format("sent a malformed reply ({})", e.what()));
         }
-        if (!ready(fd_.get(), POLLIN, deadline)) throw broken(fmt::format("did not answer within {} ms", patience.count()));
+        await_socket(POLLIN, "did not answer");
         char chunk[65536];
         const ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, MSG_DONTWAIT);
         if (n == 0) throw broken("closed the connection");

@@ -3,6 +3,7 @@
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
+#include <mpify/interrupt.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -207,6 +208,9 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
     for (;;) {
         if (UniqueFd fd = attempt()) return fd;
         if (permanent || std::chrono::steady_clock::now() + pause >= deadline) break;
+        if (mpify::interrupt_requested())
+            throw Error(fmt::format("mpify: stopped trying to reach the group's rendezvous at {}: the call was "
+                                    "interrupted", endpoint.describe()));
         // Not a synchronization: nothing can tell us when a remote master starts listening.
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(200));

@@ -20,6 +20,13 @@ namespace mpify::detail {
 
 enum class FrameType : std::uint8_t { call = 1, result = 2, failure = 3 };
 constexpr std::size_t frame_header_size = 9;
+/// The largest payload a frame may announce (a call's arguments, a result): 64 GiB.
+/// Memory is taken as the bytes arrive, never for what a header merely announces.
+constexpr std::uint64_t max_frame_payload = std::uint64_t{64} << 30;
+
+/// Checks a received header: a known type and a size within max_frame_payload. Throws
+/// std::runtime_error saying what is wrong; returns the payload size.
+std::uint64_t checked_payload_size(const char* header);
 
 /// The 9-byte header of a frame whose payload has `payload_size` bytes.
 std::string frame_header(FrameType type, std::uint64_t payload_size);
@@ -30,7 +37,8 @@ struct Frame {
 };
 
 /// Reassembles frames from bytes arriving in arbitrary pieces (the caller's side).
-/// Payload bytes are appended once, straight into the frame they belong to.
+/// Payload bytes are appended once, straight into the frame they belong to. append
+/// throws std::runtime_error on a header checked_payload_size refuses.
 class FrameParser {
 public:
     void append(const char* data, std::size_t size);

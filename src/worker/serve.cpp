@@ -140,10 +140,16 @@ void flush_everything() {
     std::optional<Frame> frame;
     try {
         frame = read_frame(fd);
-    } catch (const std::exception&) {
+        if (frame && frame->type != FrameType::call)
+            throw std::runtime_error("mpify worker: the caller sent a frame of type " +
+                                     std::to_string(static_cast<int>(frame->type)) + " instead of a call");
+    } catch (const std::exception& e) {
+        // Not what a caller sends: say so, to the caller (if it listens) and on stderr.
+        std::fprintf(stderr, "mpify worker: malformed call on its channel: %s\n", e.what());
+        send_failure();
         ::_exit(70);
     }
-    if (!frame || frame->type != FrameType::call) ::_exit(70);  // the caller is gone
+    if (!frame) ::_exit(70);  // the caller is gone
 
     bool ok = false;
     try {

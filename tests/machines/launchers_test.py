@@ -12,14 +12,16 @@ Needs root; exits 77 (ctest: skipped) where slurm-wlm, munge or openmpi-bin are 
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from checks import check, verdict
 
 SKIPPED = 77
+HOSTLISTS = ["n[1-2]", "gpu[01-04,7],cpu-a[1-2]", "rack[1-2]-n[08-10]", "login,node[9-11]", "a[098-101]",
+             "x[1-3]y[5,7]", "n[01-2]", "n[9-011]", "single", "a,b", "c[1,3,5-6]", "pre[0-1]mid[00-01]"]
 
 
 def clean_environment(**extra):
@@ -30,7 +32,8 @@ def clean_environment(**extra):
 
 
 class SlurmCluster:
-    """munged, slurmctld and two slurmd (n1, n2), all in one private folder."""
+    """munged, slurmctld and two slurmd (n1, n2), all in one private folder, run in the
+    foreground as this script's children: stopped (and waited for) on exit."""
 
     def __init__(self):
         self.folder = tempfile.mkdtemp(prefix="mpify-slurm-")
@@ -38,14 +41,22 @@ class SlurmCluster:
         shutil.chown(self.folder, "munge", "munge")
         self.conf = os.path.join(self.folder, "slurm.conf")
         self.env = clean_environment(SLURM_CONF=self.conf)
-        self.daemons = []  # pid files of what we started
+        self.daemons = []
 
     def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self):
         f = self.folder
-        subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", f"--socket={f}/munge.sock",
-                        f"--pid-file={f}/munged.pid", f"--log-file={f}/munged.log", f"--seed-file={f}/munged.seed"],
-                       check=True)
-        self.daemons.append(f"{f}/munged.pid")
+        munged = ["setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "/usr/sbin/munged", "--foreground",
+                  f"--socket={f}/munge.sock", f"--pid-file={f}/munged.pid", f"--log-file={f}/munged.log",
+                  f"--seed-file={f}/munged.seed"]
+        self.daemons.append(subprocess.Popen(munged))
         host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
         os.makedirs(f"{f}/state")
         with open(self.conf, "w") as conf:
@@ -71,28 +82,30 @@ SlurmdLogFile={f}/slurmd-%n.log
 NodeName=n[1-2] NodeHostname={host} NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2
 PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP
 """)
-        subprocess.run(["slurmctld"], env=self.env, check=True)
-        self.daemons.append(f"{f}/slurmctld.pid")
+        self.daemons.append(subprocess.Popen(["slurmctld", "-D"], env=self.env))
         for node in ("n1", "n2"):
-            subprocess.run(["slurmd", "-N", node], env=self.env, check=True)
-            self.daemons.append(f"{f}/slurmd-{node}.pid")
-        return self
+            self.daemons.append(subprocess.Popen(["slurmd", "-D", "-N", node], env=self.env))
+        # Ready when both nodes have registered with the controller (nothing announces it:
+        # ask, until they are, for a minute at most).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True, text=True)
+            if states.returncode == 0 and states.stdout.split() == ["idle", "idle"]:
+                return
+            if any(daemon.poll() is not None for daemon in self.daemons):
+                break
+            time.sleep(0.2)
+        raise RuntimeError(f"the Slurm cluster did not come up (logs in {self.folder})")
 
     def __exit__(self, *exc):
-        for pid_file in reversed(self.daemons):
+        for daemon in reversed(self.daemons):
+            daemon.terminate()
+        for daemon in self.daemons:
             try:
-                with open(pid_file) as pid:
-                    os.kill(int(pid.read()), signal.SIGTERM)
-            except (OSError, ValueError):
-                pass
-        # Wait until each is gone (a daemon's pid file names it; it is not our child).
-        for pid_file in self.daemons:
-            try:
-                with open(pid_file) as pid:
-                    number = int(pid.read())
-                subprocess.run(["tail", f"--pid={number}", "-f", "/dev/null"], timeout=30)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                pass
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def srun(self, *args, **extra):

@@ -135,6 +135,15 @@ def run_cases(hosts, caller):
           "the master's ranks fail within the timeout and say why", out_a)
     nothing_left(hosts, "after the mismatch")
 
+    # A machine that never comes: the master's ranks name the missing ones, in time.
+    started_at = time.monotonic()
+    a = hosts.start("a", caller, "allreduce", 2, 0, master, 29517, 3000)
+    out_a, status_a = finish(a, 3 + 5)
+    check(status_a == 1 and "rank(s) 2, 3 did not join the group (2, 3 from a machine the store has not heard from)"
+          in out_a and time.monotonic() - started_at < 8,
+          "a machine that never comes: the master names ranks 2, 3 within the timeout", out_a)
+    nothing_left(hosts, "after the machine that never came")
+
     # A master address where nobody is: a clear error within the timeout.
     nobody = master.rsplit(".", 1)[0] + ".9"
     started_at = time.monotonic()

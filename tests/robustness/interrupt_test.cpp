@@ -1,4 +1,5 @@
 // Stopping a running call from outside: mpify::request_interrupt() and stop_on_sigint().
+#include "ddp_functions.hpp"
 #include "functions.hpp"
 #include "support.hpp"
 
@@ -6,7 +7,10 @@
 
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -51,6 +55,20 @@ TEST_CASE("the caller's rank sees interrupt_requested() and the call is interrup
     }
     CHECK(mpify_test::has_no_children());
     CHECK_FALSE(mpify::interrupt_requested());
+}
+
+TEST_CASE("an interrupt reaches the caller's rank waiting at a group's rendezvous", "[robustness][interrupt][ddp]") {
+    // Rank 2 of 3 never comes: ranks 0 (the caller, hosting the store) and 1 would wait a
+    // minute for it. Rank 1 says "joining" as it starts to; the interrupt comes then.
+    int port = 0;
+    const int probe = mpify_test::bind_loopback(port);
+    REQUIRE(probe >= 0);
+    ::close(probe);
+    mpify::Options options = act_when_running(1, [] { mpify::request_interrupt(); });
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(mpify::ranch(options, 2, ddp_test::join_group_of, 3, port), mpify::Interrupted);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+    CHECK(mpify_test::has_no_children());
 }
 
 TEST_CASE("an interrupt while no call runs changes nothing", "[robustness][interrupt]") {
