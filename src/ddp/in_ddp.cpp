@@ -70,8 +70,10 @@ public:
     /// Says goodbye: a clean end, or the failure `note`. The master may have ended first
     /// (nobody is left to tell): that is not an error.
     void leave(bool failed, const std::string& note) noexcept {
+        // Other machines quote the note in their errors: its start says what failed.
+        constexpr std::size_t longest_note = 2000;
         try {
-            store_->leave(failed, note);
+            store_->leave(failed, note.size() > longest_note ? note.substr(0, longest_note) + " [...]" : note);
         } catch (...) {
         }
     }

@@ -78,16 +78,49 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
     send_message(socket, bytes, fds);
 }
 
-std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd>& fds) {
-    const std::optional<std::string> bytes = receive_message(socket, &fds);
-    if (!bytes) return std::nullopt;
-    WireReader in(*bytes);
+namespace {
+
+void expect_end(const WireReader& in, std::string_view bytes, const char* what) {
+    if (in.position() != bytes.size())
+        throw std::runtime_error("mpify: " + std::to_string(bytes.size() - in.position()) + " bytes after " + what);
+}
+
+}  // namespace
+
+ForkRequest decode_fork_request(std::string_view bytes) {
+    WireReader in(bytes);
     ForkRequest request;
     request.caller = static_cast<pid_t>(in.i64());
     request.library = in.str();
     const std::uint32_t count = in.u32();
+    // Each entry takes at least its 4-byte length: a count the message cannot hold is
+    // refused before anything is reserved for it.
+    if (count > (bytes.size() - in.position()) / 4)
+        throw std::runtime_error("mpify: a request to the template announces " + std::to_string(count) +
+                                 " variables in " + std::to_string(bytes.size() - in.position()) + " bytes");
+    request.env.reserve(count);
     for (std::uint32_t i = 0; i < count; ++i) request.env.push_back(in.str());
+    expect_end(in, bytes, "a request to the template");
     return request;
+}
+
+TemplateReply decode_reply(std::string_view bytes) {
+    WireReader in(bytes);
+    TemplateReply reply;
+    const std::uint32_t status = in.u32();
+    if (status > static_cast<std::uint32_t>(TemplateStatus::unusable))
+        throw std::runtime_error("mpify: the template answered with unknown status " + std::to_string(status));
+    reply.status = static_cast<TemplateStatus>(status);
+    reply.pid = in.i64();
+    reply.message = in.str();
+    expect_end(in, bytes, "the template's reply");
+    return reply;
+}
+
+std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd>& fds) {
+    const std::optional<std::string> bytes = receive_message(socket, &fds);
+    if (!bytes) return std::nullopt;
+    return decode_fork_request(*bytes);
 }
 
 void send_reply(int socket, const TemplateReply& reply) {
@@ -101,12 +134,7 @@ void send_reply(int socket, const TemplateReply& reply) {
 TemplateReply receive_reply(int socket) {
     const std::optional<std::string> bytes = receive_message(socket, nullptr);
     if (!bytes) throw std::runtime_error("the template closed its socket");
-    WireReader in(*bytes);
-    TemplateReply reply;
-    reply.status = static_cast<TemplateStatus>(in.u32());
-    reply.pid = in.i64();
-    reply.message = in.str();
-    return reply;
+    return decode_reply(*bytes);
 }
 
 }  // namespace mpify::detail

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpify::detail {
@@ -47,6 +48,11 @@ std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd
 
 /// Throws std::system_error if the other end is gone.
 void send_reply(int socket, const TemplateReply& reply);
+
+/// The bytes of one message, decoded: lengths checked against the bytes present, an
+/// unknown status and trailing bytes refused. Throw std::runtime_error saying what is wrong.
+ForkRequest decode_fork_request(std::string_view bytes);
+TemplateReply decode_reply(std::string_view bytes);
 /// Throws std::system_error on I/O errors and std::runtime_error on end of stream.
 TemplateReply receive_reply(int socket);
 
