@@ -43,8 +43,10 @@ std::vector<std::string> bracket_values(const std::string& list, const std::stri
     }
 }
 
-// One name with any number of bracket groups: "rack[1-2]-n[01-02]".
-void expand_name(const std::string& list, const std::string& name, std::vector<std::string>& hosts) {
+// One name with any number of bracket groups: "rack[1-2]-n[01-02]". `characters`
+// counts the characters of every host so far, against max_hostlist_characters.
+void expand_name(const std::string& list, const std::string& name, std::vector<std::string>& hosts,
+                 std::size_t& characters) {
     std::vector<std::string> partial{""};
     for (std::size_t at = 0; at < name.size();) {
         const std::size_t open = name.find('[', at);
@@ -59,20 +61,32 @@ void expand_name(const std::string& list, const std::string& name, std::vector<s
             refuse(list, fmt::format("has more than {} hosts", max_hostlist_hosts));
         std::vector<std::string> next;
         next.reserve(partial.size() * values.size());
+        std::size_t next_characters = 0;
         for (const std::string& p : partial)
-            for (const std::string& v : values) next.push_back(p + v);
+            for (const std::string& v : values) {
+                next_characters += p.size() + v.size();
+                if (characters + next_characters > max_hostlist_characters)
+                    refuse(list, fmt::format("expands to more than {} characters", max_hostlist_characters));
+                next.push_back(p + v);
+            }
         partial = std::move(next);
         at = close + 1;
     }
     if (hosts.size() + partial.size() > max_hostlist_hosts)
         refuse(list, fmt::format("has more than {} hosts", max_hostlist_hosts));
-    for (std::string& p : partial) hosts.push_back(std::move(p));
+    for (std::string& p : partial) {
+        characters += p.size();
+        if (characters > max_hostlist_characters)
+            refuse(list, fmt::format("expands to more than {} characters", max_hostlist_characters));
+        hosts.push_back(std::move(p));
+    }
 }
 
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& list) {
     std::vector<std::string> hosts;
+    std::size_t characters = 0;
     int depth = 0;
     std::string name;
     for (char c : list + ",") {
@@ -80,7 +94,7 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
         if (c == ']') --depth;
         if (depth < 0 || depth > 1) refuse(list, "has unbalanced brackets");
         if (c == ',' && depth == 0) {
-            if (!name.empty()) expand_name(list, name, hosts);
+            if (!name.empty()) expand_name(list, name, hosts, characters);
             name.clear();
         } else if (!std::isspace(static_cast<unsigned char>(c))) {
             name += c;

@@ -7,11 +7,14 @@
 
 namespace mpify::detail {
 
-/// Most hosts one list may expand to: a typo like n[1-99999999] is refused, not allocated.
-constexpr std::size_t max_hostlist_hosts = 1000000;
+/// Most hosts one list may expand to (the largest clusters have tens of thousands of
+/// nodes), and most characters in all their names together: a typo like n[1-99999999]
+/// is refused, not allocated.
+constexpr std::size_t max_hostlist_hosts = 100000;
+constexpr std::size_t max_hostlist_characters = 4u << 20;
 
 /// The hosts of `list`, in order. Throws UsageError naming the list and what is wrong
-/// (an unclosed bracket, a range that runs backwards, too many hosts).
+/// (an unclosed bracket, a range that runs backwards, too many hosts or characters).
 std::vector<std::string> expand_hostlist(const std::string& list);
 
 }  // namespace mpify::detail

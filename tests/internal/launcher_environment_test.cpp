@@ -55,7 +55,9 @@ TEST_CASE("Slurm host lists expand as scontrol show hostnames does", "[launcher]
     CHECK(expand_hostlist("single") == List{"single"});
     CHECK_THROWS_WITH(expand_hostlist("n[1-2"), Contains("'n[1-2' has a '[' without its ']'"));
     CHECK_THROWS_WITH(expand_hostlist("n[3-1]"), Contains("the range 3-1 that runs backwards"));
-    CHECK_THROWS_WITH(expand_hostlist("n[1-99999999]"), Contains("more than 1000000 hosts"));
+    CHECK_THROWS_WITH(expand_hostlist("n[1-99999999]"), Contains("more than 100000 hosts"));
+    CHECK_THROWS_WITH(expand_hostlist(std::string(200, 'x') + "[1-50000]"), Contains("more than 4194304 characters"));
+    CHECK(expand_hostlist("n[00001-100000]").size() == 100000);
     CHECK_THROWS_WITH(expand_hostlist("n[1-x]"), Contains("has 'x' where a number belongs"));
     CHECK_THROWS_WITH(expand_hostlist(""), Contains("names no host"));
 }
