@@ -21,9 +21,6 @@
 namespace mpify::detail {
 namespace {
 
-std::string bytes_text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-std::vector<uint8_t> text_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
-
 // This caller's place in a group across machines, agreed with the others through the
 // store, and its connection there: the store notices when it ends without a goodbye.
 class MachineInGroup {
@@ -41,7 +38,7 @@ public:
             throw;
         }
         // The master opens the call to the others only now: its shape is the group's.
-        if (base_ == 0) store_->set("mpify/call", text_bytes(call));
+        if (base_ == 0) store_->set("mpify/call", store::as_bytes(call));
     }
 
     /// After a failure of this machine's ranks: what the store says of the other machines,
@@ -95,7 +92,7 @@ private:
             if (base_ == 0) return;  // the master's own, new store
             std::string found;
             try {
-                found = bytes_text(store_->get("mpify/call"));
+                found = store::as_string(store_->get("mpify/call"));
             } catch (const std::exception&) {  // that store closed under us, or time is up
             }
             if (found == call) return;
@@ -120,7 +117,8 @@ private:
     // and no rank may be claimed by two machines.
     void agree(const std::string& host, int n, int world) {
         const std::string shape = fmt::format("{} ranks, {} per machine", world, n);
-        const std::string agreed = bytes_text(store_->compareSet("mpify/shape", {}, text_bytes(shape + "|" + host)));
+        const std::string agreed =
+            store::as_string(store_->compareSet("mpify/shape", {}, store::as_bytes(shape + "|" + host)));
         const std::string agreed_shape = agreed.substr(0, agreed.find('|'));
         if (agreed_shape != shape)
             throw UsageError(fmt::format(
@@ -130,7 +128,7 @@ private:
         const std::string me = fmt::format("{} (pid {})", host, ::getpid());
         for (int rank = base_; rank < base_ + n; ++rank) {
             const std::string owner =
-                bytes_text(store_->compareSet("mpify/owner/" + std::to_string(rank), {}, text_bytes(me)));
+                store::as_string(store_->compareSet("mpify/owner/" + std::to_string(rank), {}, store::as_bytes(me)));
             if (owner != me)
                 throw UsageError(fmt::format("mpify::in_ddp: rank {} is claimed by {} and by this machine, {}; give "
                                              "each machine its own base_rank (node rank)", rank, owner, me));

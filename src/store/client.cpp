@@ -27,9 +27,6 @@ std::chrono::milliseconds bounded(std::chrono::milliseconds timeout) {
     return timeout.count() <= 0 || timeout > longest_wait ? longest_wait : timeout;
 }
 
-std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
-
 enum class Wait { ready, timed_out, interrupted };
 
 // Waits until `fd` has `events` or `deadline` passes. In the caller's own rank a
@@ -48,6 +45,9 @@ Wait wait_for(int fd, short events, Clock::time_point deadline) {
 }
 
 }  // namespace
+
+std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
 std::string this_host_name() {
     char name[256] = {};

@@ -53,12 +53,6 @@ sockaddr_un unix_address(const std::string& path) {
     return address;
 }
 
-std::string numeric_host(const sockaddr* address, socklen_t size) {
-    char text[NI_MAXHOST] = {};
-    if (::getnameinfo(address, size, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
-    return text;
-}
-
 // A non-blocking connect to one address, finished within `deadline`; errno-style result.
 int connect_one(int fd, const sockaddr* address, socklen_t size, std::chrono::steady_clock::time_point deadline) {
     if (::connect(fd, address, size) == 0) return 0;
@@ -95,6 +89,12 @@ UniqueFd new_socket(int family) {
 void make_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
 
 }  // namespace
+
+std::string numeric_host(const sockaddr* address, socklen_t size) {
+    char text[NI_MAXHOST] = {};
+    if (::getnameinfo(address, size, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
+    return text;
+}
 
 std::string Endpoint::text() const {
     return unix_path.empty() ? fmt::format("tcp:{}:{}", host, port) : "unix:" + unix_path;

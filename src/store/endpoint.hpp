@@ -5,6 +5,8 @@
 // never to every interface).
 #include "common/unique_fd.hpp"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <string>
 
@@ -45,6 +47,9 @@ UniqueFd listen_at(Endpoint& endpoint);
 /// master may start later than this host) until `deadline`. Throws Error naming the
 /// endpoint and the last reason.
 UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline);
+
+/// An address as numeric text ("10.0.0.2", "::1"); "?" when it has none.
+std::string numeric_host(const sockaddr* address, socklen_t size);
 
 /// This machine's address on the route toward `host` (no packet is sent): the address
 /// the group's peers can reach this machine at. "127.0.0.1" for a loopback host.

@@ -33,14 +33,13 @@ Message ok(std::int64_t number = 0, std::vector<std::string> fields = {}) {
 
 Message failed(std::string why) { return Message{Tag::failed, 0, {std::move(why)}}; }
 
+// The remote address of a TCP connection; "" for a UNIX socket (or none known).
 std::string peer_address(int fd) {
     sockaddr_storage peer{};
     socklen_t size = sizeof peer;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.ss_family == AF_UNIX) return "";
-    char text[NI_MAXHOST] = {};
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&peer), size, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0)
-        return "";
-    return text;
+    const std::string host = numeric_host(reinterpret_cast<sockaddr*>(&peer), size);
+    return host == "?" ? "" : host;
 }
 
 }  // namespace
