@@ -16,3 +16,11 @@ output=$("$scratch/build/consumer")
 echo "$output"
 grep -q "consumer: ranch(2) = 42 43" <<<"$output"
 grep -q "consumer: library host ok" <<<"$output"
+
+# load_source in an installed mpify compiles with the installed headers, and never with
+# the trees mpify was built from (which may have changed, or be gone).
+echo '#error deliberately broken' >"$scratch/broken.cpp"
+command=$("$scratch/build/consumer" "$scratch/broken.cpp" | grep '^command: ')
+repository=$(cd "$source_dir/.." && pwd)
+grep -q -- "-I$(realpath "$scratch/prefix/include")" <<<"$command" || { echo "not the installed headers: $command"; exit 1; }
+if grep -q -- "-I$repository" <<<"$command"; then echo "source or build tree headers: $command"; exit 1; fi

@@ -41,6 +41,9 @@ struct MPIFY_API RankFailure {
         /// the process ended without a result, but something else in the caller reaped it
         /// (a SIGCHLD handler calling waitpid(-1, ...)), so how it ended is unknown
         reaped_elsewhere,
+        /// the rank returned, but the caller could not read its result (`message` says
+        /// why; the exception is nested in the WorkerError)
+        unreadable_result,
     };
     int rank = -1;                         ///< global rank within the ranch call
     Kind kind = Kind::threw;               ///< what happened

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <typeinfo>
@@ -38,6 +39,24 @@ MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, Call
 /// context's destructor runs (which may break the other ranks' collectives), so that the
 /// caller's failure is ordered correctly against the workers'.
 MPIFY_API void mark_local_failure() noexcept;
+
+/// Throws WorkerError for `rank` of the call of `function` on `n` ranks, whose result
+/// could not be read as `result_type` (a typeid name), with the exception being handled
+/// nested. Only for use inside a catch block.
+[[noreturn]] MPIFY_API void throw_unreadable_result(const void* function, int n, int rank, const char* result_type);
+
+/// Reads `rank`'s result blob. Whatever goes wrong (bytes missing or left over, a load()
+/// that throws) becomes a WorkerError naming the rank, with the original nested.
+template <class Result>
+Result read_result(std::string_view blob, const void* function, int n, int rank) {
+    Result value{};
+    try {
+        from_blob(blob, value);
+    } catch (...) {
+        throw_unreadable_result(function, n, rank, typeid(Result).name());
+    }
+    return value;
+}
 
 /// What ranch returns for a function returning R: std::vector<R>, or void.
 template <class R>
@@ -100,7 +119,8 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
 
     // The arguments are written as fn's parameter types, so the worker reads exactly those.
     detail::CallRequest request;
-    request.function = reinterpret_cast<const void*>(fn);
+    const void* const request_function = reinterpret_cast<const void*>(fn);
+    request.function = request_function;
     request.args = detail::to_blob(detail::as_param<std::decay_t<P>>(args)...);
     if constexpr (!std::is_same_v<Ctx, NoContext>) {
         request.context_key = typeid(Ctx).name();
@@ -125,9 +145,8 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
             if (options.caller_rank == rank) {
                 results.push_back(std::move(*own));
             } else {
-                Result value{};
-                detail::from_blob(blobs[static_cast<std::size_t>(rank)], value);
-                results.push_back(std::move(value));
+                results.push_back(detail::read_result<Result>(blobs[static_cast<std::size_t>(rank)],
+                                                              request_function, n, rank));
             }
         }
         return results;

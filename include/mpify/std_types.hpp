@@ -15,6 +15,7 @@
 #include <boost/serialization/vector.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -31,18 +32,21 @@ void serialize(Archive& ar, std::tuple<T...>& tuple, const unsigned int /*versio
 }
 
 /// std::optional: a presence flag, then the value if there is one.
+/// The flag is a byte, 0 or 1, checked when read: read into a bool, any other byte of a
+/// damaged archive would be a bool that is neither true nor false.
 template <class Archive, class T>
 void save(Archive& ar, const std::optional<T>& value, const unsigned int /*version*/) {
-    const bool present = value.has_value();
+    const std::uint8_t present = value.has_value() ? 1 : 0;
     ar << present;
     if (present) ar << *value;
 }
 
 template <class Archive, class T>
 void load(Archive& ar, std::optional<T>& value, const unsigned int /*version*/) {
-    bool present = false;
+    std::uint8_t present = 0;
     ar >> present;
-    if (!present) {
+    if (present > 1) throw std::runtime_error("mpify: std::optional's presence flag in the archive is neither 0 nor 1");
+    if (present == 0) {
         value.reset();
         return;
     }

@@ -6,11 +6,15 @@
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
 
+#include <mpify/error.hpp>
 #include <mpify/ranch.hpp>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 namespace mpify::detail {
@@ -100,7 +104,7 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     std::exception_ptr error;
     Clock::time_point error_time{};
     local_failure_ticks = 0;
-    std::thread watcher([this] { supervisor_.run(); });
+    std::thread watcher = start_watcher();
     try {
         own_rank();
     } catch (...) {
@@ -127,12 +131,34 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     if (error) failures_.caller_threw(rank, error, error_time);
 }
 
+std::thread Call::start_watcher() {
+    try {
+        return std::thread([this] { supervisor_.run(); });
+    } catch (const std::system_error& e) {
+        // Out of threads or memory: the workers are running, so stop them from this thread.
+        supervisor_.stop_all();
+        supervisor_.run();
+        std::throw_with_nested(Error(fmt::format(
+            "{}: could not start the thread that watches the workers while the caller runs its own rank ({}); "
+            "every worker was stopped. This process has run out of threads or memory.", plan_.label, e.what())));
+    }
+}
+
+std::string Call::result_of(int rank) {
+    std::optional<std::string> result = supervisor_.take_result(rank);
+    // A rank without a result has a recorded failure, which throw_if_failed threw.
+    if (!result)
+        throw Error(fmt::format("{}: rank {} ended without a result and without a recorded failure (a bug in mpify: "
+                                "please report it with this message)", plan_.label, rank));
+    return std::move(*result);
+}
+
 std::vector<std::string> Call::results() {
     failures_.throw_if_failed(plan_.label);
     std::vector<std::string> results(static_cast<std::size_t>(plan_.n));
     if (options_.gather)
         for (int rank = 0; rank < plan_.n; ++rank)
-            if (options_.caller_rank != rank) results[static_cast<std::size_t>(rank)] = supervisor_.take_result(rank);
+            if (options_.caller_rank != rank) results[static_cast<std::size_t>(rank)] = result_of(rank);
     return results;
 }
 

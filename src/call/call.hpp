@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace mpify::detail {
@@ -34,6 +35,11 @@ public:
     std::vector<std::string> results();
 
 private:
+    /// The thread that runs the supervisor beside the caller's rank. If it cannot start,
+    /// stops and reaps the workers, then throws Error with the system_error nested.
+    std::thread start_watcher();
+    /// A worker's result; a missing one (which a recorded failure explains) is a bug.
+    std::string result_of(int rank);
     int worker_count() const { return plan_.n - (options_.caller_rank ? 1 : 0); }
 
     const Options& options_;

@@ -56,6 +56,12 @@ void check_options(const Options& options, int n, const std::string& label) {
 
 }  // namespace
 
+std::string call_label(const void* function, int n) {
+    FunctionEntry entry;
+    const bool registered = find_function_by_address(function, entry);
+    return fmt::format("mpify::ranch({}, n={})", registered ? entry.name : "?", n);
+}
+
 CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     fill_standard_fds();  // before this call makes any fd
     CallPlan plan;
@@ -66,7 +72,7 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     const bool registered = find_function_by_address(request.function, entry);
     plan.function_name = registered ? entry.name : "?";
     plan.function_signature = entry.signature;
-    plan.label = fmt::format("mpify::ranch({}, n={})", plan.function_name, n);
+    plan.label = call_label(request.function, n);
     check_options(options, n, plan.label);
     if (!registered) throw UsageError(unregistered_message(request.function));
     if (!plan.context_key.empty() && !context_registered(plan.context_key.c_str()))

@@ -18,6 +18,9 @@ struct CallPlan {
     Spawner spawner = Spawner::warm_template;  ///< after MPIFY_SPAWNER
 };
 
+/// "mpify::ranch(train, n=4)": how messages about a call of `function` start.
+std::string call_label(const void* function, int n);
+
 /// Checks the options and the request and looks the function up. Throws UsageError,
 /// naming what is wrong and what to do, before anything is spawned.
 CallPlan plan_call(const Options& options, int n, const CallRequest& request);

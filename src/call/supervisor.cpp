@@ -83,10 +83,10 @@ void Supervisor::request_stop() noexcept {
     (void)!::write(wake_.get(), &one, sizeof one);
 }
 
-std::string Supervisor::take_result(int rank) {
+std::optional<std::string> Supervisor::take_result(int rank) {
     for (auto& w : workers_)
-        if (w->rank == rank && w->result) return std::move(*w->result);
-    return {};
+        if (w->rank == rank && w->result) return std::move(w->result);
+    return std::nullopt;
 }
 
 void Supervisor::run() noexcept {
@@ -293,7 +293,9 @@ void Supervisor::reap(Worker& w) {
 
     // With its status gone, a worker that sent its result counts as having succeeded.
     const bool clean_exit = reaped_elsewhere || (info.si_code == CLD_EXITED && info.si_status == 0);
-    if (w.failed || (w.result && clean_exit)) return;
+    // Bytes after its last whole frame: not something mpify's worker writes.
+    const bool left_a_cut_frame = w.frames.mid_frame();
+    if (w.failed || (w.result && clean_exit && !left_a_cut_frame)) return;
     // Stopped because of another rank: not a failure of its own, unless a SIGKILL that
     // we had not sent yet (the grace was still running) ended it.
     const bool killed_by_someone_else =
@@ -303,7 +305,10 @@ void Supervisor::reap(Worker& w) {
     RankFailure failure;
     failure.rank = w.rank;
     failure.stderr_tail = w.err_relay.tail();
-    if (reaped_elsewhere) {
+    if (clean_exit && left_a_cut_frame) {
+        failure.kind = RankFailure::Kind::protocol;
+        failure.message = "ended with part of a frame on its channel (bytes that are not a whole message)";
+    } else if (reaped_elsewhere) {
         failure.kind = RankFailure::Kind::reaped_elsewhere;
     } else if (info.si_code == CLD_EXITED) {
         failure.kind = RankFailure::Kind::exited;

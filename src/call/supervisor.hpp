@@ -44,8 +44,8 @@ public:
     /// Stops every worker now (SIGTERM, SIGKILL after the grace). Not thread-safe.
     void stop_all();
 
-    /// The result blob a rank sent (moved out).
-    std::string take_result(int rank);
+    /// The result blob a rank sent (moved out); nullopt if it sent none.
+    std::optional<std::string> take_result(int rank);
 
 private:
     struct Worker;

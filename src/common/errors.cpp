@@ -47,6 +47,9 @@ std::string RankFailure::describe() const {
                                "reaped it (a SIGCHLD handler calling waitpid(-1, ...)?), so how it ended is "
                                "unknown. Have that handler wait only for its own children's pids.", rank);
             break;
+        case Kind::unreadable_result:
+            text = fmt::format("rank {} returned a result that the caller could not read: {}", rank, message);
+            break;
     }
     if (!stderr_tail.empty()) {
         text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")

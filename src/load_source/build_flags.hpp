@@ -12,7 +12,8 @@ struct BuildFlags {
     std::vector<std::string> definitions;   ///< without -D
     std::vector<std::string> options;       ///< e.g. -D_GLIBCXX_USE_CXX11_ABI=1 from LibTorch
     std::vector<std::string> link_files;    ///< the libraries mpify's users link: LibTorch's, Boost.Serialization
-    std::string source_include_dir;         ///< mpify's headers in the source tree
+    std::string source_dir;                 ///< mpify's source tree: an installed mpify does not look in it
+    std::string binary_dir;                 ///< mpify's build tree (its generated headers): nor in this
     std::string libdir_to_includedir;       ///< installed: relative path from libmpify's folder to the headers
 };
 

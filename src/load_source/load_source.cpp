@@ -116,19 +116,28 @@ bool cached_library_intact(const fs::path& library) {
     return !recorded.empty() && recorded == fingerprint_of_file(library);
 }
 
-// Installed mpify: the headers next to the library (libdir/../include); in the build
-// tree: the source tree's. The first -I wins, so the installed headers go first.
+// True if folder `dir` is `tree` or inside it.
+bool inside(const std::string& dir, const std::string& tree) {
+    const std::string root = fs::weakly_canonical(tree).string();
+    return dir == root || dir.rfind(root + "/", 0) == 0;
+}
+
+// Installed mpify: the headers next to the library (libdir/../include), and none from
+// the trees it was built in (they may have changed or gone since); in the build tree:
+// the source tree's.
 std::vector<std::string> include_dirs(const fs::path& libmpify) {
     const detail::BuildFlags& flags = detail::build_flags();
     std::vector<std::string> dirs;
     const fs::path installed = libmpify.parent_path() / flags.libdir_to_includedir;
-    if (fs::exists(installed / "mpify" / "mpify.hpp")) dirs.push_back(fs::weakly_canonical(installed).string());
+    const bool is_installed = fs::exists(installed / "mpify" / "mpify.hpp");
+    if (is_installed) dirs.push_back(fs::weakly_canonical(installed).string());
     // CMake's list repeats folders, and names the system's own (/usr/include) whose -I
     // would reorder the compiler's search: keep each folder once, never the system's.
     for (const std::string& dir : flags.include_dirs) {
         if (dir.empty()) continue;
         const std::string canonical = fs::weakly_canonical(dir).string();
         if (canonical == "/usr/include" || canonical == "/usr/local/include") continue;
+        if (is_installed && (inside(canonical, flags.source_dir) || inside(canonical, flags.binary_dir))) continue;
         if (std::find(dirs.begin(), dirs.end(), canonical) == dirs.end()) dirs.push_back(canonical);
     }
     return dirs;

@@ -52,26 +52,26 @@ int thread_count() {
     return count;
 }
 
-bool prepare_fork_for_parent(std::string& why_not) {
-    if (thread_id_field != nullptr) return true;
+ForkReadiness prepare_fork_for_parent(std::string& why_not) {
+    if (thread_id_field != nullptr) return ForkReadiness::ready;
     const std::vector<std::uint32_t> candidates = offsets_holding(::gettid());
     if (candidates.empty()) {
         why_not = "glibc's thread descriptor does not hold the thread id where mpify looks for it";
-        return false;
+        return ForkReadiness::never;
     }
     // An ordinary fork writes the child's id into the real field: among the candidates,
     // it is the one that holds the child's id in the child.
     Pipe pipe;
     try {
         pipe = make_pipe();
-    } catch (const std::system_error& e) {
+    } catch (const std::system_error& e) {  // out of fds: the next template may fare better
         why_not = e.what();
-        return false;
+        return ForkReadiness::try_later;
     }
     const pid_t probe = ::fork();
-    if (probe < 0) {
+    if (probe < 0) {  // out of processes or memory, for now
         why_not = fmt::format("fork: {}", std::strerror(errno));
-        return false;
+        return ForkReadiness::try_later;
     }
     if (probe == 0) {
         const pid_t child_id = ::gettid();
@@ -91,7 +91,7 @@ bool prepare_fork_for_parent(std::string& why_not) {
     wait_for_child(probe);
     if (moved.size() != 1) {
         why_not = fmt::format("could not tell glibc's thread-id field apart ({} candidates)", moved.size());
-        return false;
+        return ForkReadiness::never;
     }
     thread_id_field = reinterpret_cast<pid_t*>(reinterpret_cast<char*>(::pthread_self()) + moved.front());
     // The kernel forgets a thread's robust-mutex list in a forked child; glibc's fork
@@ -99,7 +99,7 @@ bool prepare_fork_for_parent(std::string& why_not) {
     long size = 0;
     if (::syscall(SYS_get_robust_list, 0, &robust_list_head, &size) == 0)
         robust_list_size = static_cast<std::size_t>(size);
-    return true;
+    return ForkReadiness::ready;
 }
 
 pid_t fork_for_parent() {

@@ -16,10 +16,17 @@
 
 namespace mpify::detail {
 
-/// Finds glibc's thread-id field with a probe (one ordinary fork). Call once, while the
-/// process has a single thread. False, with `why_not` filled in, if it cannot be found
-/// unambiguously: then fork_for_parent must not be used.
-bool prepare_fork_for_parent(std::string& why_not);
+/// Whether fork_for_parent can be used.
+enum class ForkReadiness {
+    ready,
+    try_later,  ///< the probe could not run now (out of processes, fds or memory)
+    never,      ///< glibc's thread-id field cannot be told apart in this process
+};
+
+/// Finds glibc's thread-id field with a probe (one ordinary fork). Call while the process
+/// has a single thread. Anything but ready fills in `why_not`, and then fork_for_parent
+/// must not be used.
+ForkReadiness prepare_fork_for_parent(std::string& why_not);
 
 /// Like fork(), but the child's parent is this process's parent. Only for a process with
 /// a single thread, after prepare_fork_for_parent succeeded. Fork handlers

@@ -21,7 +21,12 @@ public:
         sigset_t all, previous;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &previous);
-        std::thread([this] { serve(); }).detach();  // lives as long as the process
+        try {
+            std::thread([this] { serve(); }).detach();  // lives as long as the process
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+            throw;
+        }
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     }
 

@@ -116,8 +116,10 @@ void serve_if_template() {
     std::string why_not;
     if (const int threads = thread_count(); threads != 1)
         ready = threaded(threads);
-    else if (!prepare_fork_for_parent(why_not))
-        ready = {TemplateStatus::unusable, -1, why_not};
+    else if (const ForkReadiness readiness = prepare_fork_for_parent(why_not); readiness != ForkReadiness::ready)
+        // Not now (the caller tries a new template on a later call) or never (exec from now on).
+        ready = {readiness == ForkReadiness::never ? TemplateStatus::unusable : TemplateStatus::failed, -1,
+                 "probing glibc before forking workers: " + why_not};
     try {
         send_reply(control, ready);
         if (ready.status != TemplateStatus::ok) ::_exit(0);

@@ -49,7 +49,11 @@ WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env)
     spec.channel_fd = template_end.get();
     spec.die_with_caller_thread = false;  // it ends when control_ closes, whichever thread made it
     // Not from this thread, which may end before the template does (lasting_thread.hpp).
-    run_on_lasting_thread([&] { process_ = spawn_by_exec(spec); });
+    try {
+        run_on_lasting_thread([&] { process_ = spawn_by_exec(spec); });
+    } catch (const std::system_error& e) {  // no thread to start it from: exec this call's workers
+        throw TemplateUnavailable(Kind::this_call, fmt::format("cannot start a thread: {}", e.what()));
+    }
     template_end.reset();
     try {
         const TemplateReply ready = await_reply("to start");

@@ -44,6 +44,8 @@ public:
     void append(const char* data, std::size_t size);
     /// Takes the next complete frame, if there is one.
     bool next(Frame& frame);
+    /// True while a frame has begun to arrive and is not complete.
+    bool mid_frame() const { return !header_.empty() || in_payload_; }
 
 private:
     std::string header_;  // the current frame's header, while incomplete

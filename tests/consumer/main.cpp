@@ -19,4 +19,12 @@ int main(int argc, char** argv) {
     // A function in a shared library: served by mpify-worker (the installed one, or the
     // one built alongside).
     if (mpify::ranch(2, library_rank) == std::vector<int>{0, 1}) std::cout << "consumer: library host ok\n";
+    // consumer BROKEN_SOURCE: the command load_source compiles with, from its CompileError.
+    if (argc > 1) {
+        try {
+            mpify::load_source(argv[1]);
+        } catch (const mpify::CompileError& e) {
+            std::cout << "consumer: " << e.what() << std::endl;
+        }
+    }
 }

@@ -10,6 +10,8 @@
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 
+#include <cstddef>
+#include <stdexcept>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -38,6 +40,8 @@ public:
         char* begin = const_cast<char*>(bytes.data());  // only ever read
         setg(begin, begin, begin + bytes.size());
     }
+    /// Bytes not read yet.
+    std::size_t unread() const { return static_cast<std::size_t>(egptr() - gptr()); }
 };
 
 constexpr unsigned archive_flags = boost::archive::no_header | boost::archive::no_codecvt;
@@ -54,12 +58,17 @@ std::string to_blob(const T&... values) {
     return out;
 }
 
-/// Reads values written by to_blob, in the same order.
+/// Reads values written by to_blob, in the same order. Every byte must be read: bytes
+/// left over mean the two ends disagree about the types (std::runtime_error says how
+/// many); a blob too short or malformed gives Boost's archive_exception.
 template <class... T>
 void from_blob(std::string_view blob, T&... values) {
     ViewSource source(blob);
     boost::archive::binary_iarchive archive(source, archive_flags);
     if constexpr (sizeof...(T) > 0) (archive >> ... >> values);
+    if (source.unread() != 0)
+        throw std::runtime_error(std::to_string(source.unread()) + " of its " + std::to_string(blob.size()) +
+                                 " bytes were left over after reading every value");
 }
 
 }  // namespace detail
