@@ -132,9 +132,7 @@ TEST_CASE("a one-machine group's rendezvous listens on no TCP port unless a port
     // Rank 0 is the caller, which hosts the rendezvous: what it listens on while the
     // group is up. With a port asked for, the store is there, on 127.0.0.1 only ...
     mpify::DdpOptions with_port;
-    const int probe = mpify_test::bind_loopback(with_port.port);  // a free port, as an administrator would pick
-    REQUIRE(probe >= 0);
-    ::close(probe);
+    with_port.port = mpify_test::free_loopback_port();
     const std::vector<std::string> asked = mpify::in_ddp(with_port, 2, ddp_test::listening_addresses);
     CHECK(asked == std::vector<std::string>{"0100007F"});  // 127.0.0.1, as /proc/net/tcp writes it
     // ... and by default it is a UNIX socket: no TCP listener at all (Gloo's connections
@@ -168,12 +166,7 @@ TEST_CASE("two callers at once form two separate groups", "[ddp][resources]") {
 }
 
 TEST_CASE("two callers with base ranks 0 and 2 form one group of 4", "[ddp]") {
-    // A free port for the rendezvous, as an administrator would pick one.
-    int free_port = 0;
-    const int probe = mpify_test::bind_loopback(free_port);
-    REQUIRE(probe >= 0);
-    ::close(probe);
-    const std::string port = std::to_string(free_port);
+    const std::string port = std::to_string(mpify_test::free_loopback_port());
 
     mpify_test::Subprocess machine_a(MPIFY_TEST_DDP_CALLER, {"2", "0", "4", port});
     mpify_test::Subprocess machine_b(MPIFY_TEST_DDP_CALLER, {"2", "2", "4", port});

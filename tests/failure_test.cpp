@@ -13,11 +13,9 @@ using Catch::Contains;
 using Kind = mpify::RankFailure::Kind;
 
 namespace {
-// For workers that crash on purpose: under AddressSanitizer the signal must reach the
-// process instead of being turned into ASan's report and exit code.
 mpify::Options crashing() {
     mpify::Options options = mpify_test::quiet();
-    options.env["ASAN_OPTIONS"] = "handle_segv=0:handle_abort=0";
+    mpify_test::let_crashes_through(options);
     return options;
 }
 }  // namespace

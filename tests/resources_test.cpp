@@ -33,7 +33,7 @@ TEST_CASE("30 ranch calls in a row leave fds children and memory as they were", 
 TEST_CASE("failed calls leak no fds or children either", "[resources][failure]") {
     mpify::Options options;
     options.on_output = [](int, mpify::Stream, const std::string&) {};
-    options.env["ASAN_OPTIONS"] = "handle_segv=0:handle_abort=0";  // crash as without ASan
+    mpify_test::let_crashes_through(options);
     CHECK_THROWS(mpify::ranch(options, 2, in_library::crash_on, 1, std::string("segv")));
     const int fds_before = mpify_test::open_fd_count();
     for (int i = 0; i < 5; ++i) {

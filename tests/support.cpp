@@ -128,6 +128,20 @@ int bind_loopback(int& port) {
     return fd;
 }
 
+void let_crashes_through(mpify::Options& options) {
+    options.env["ASAN_OPTIONS"] = "handle_segv=0:handle_abort=0";
+    const char* tsan = std::getenv("TSAN_OPTIONS");  // keep ./run tsan's suppressions
+    options.env["TSAN_OPTIONS"] = std::string(tsan != nullptr ? tsan : "") + " handle_segv=0 handle_abort=0";
+}
+
+int free_loopback_port() {
+    int port = 0;
+    const int probe = bind_loopback(port);
+    if (probe < 0) throw std::runtime_error("no loopback port is free");
+    ::close(probe);
+    return port;
+}
+
 TempDir::TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "mpify-test-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");

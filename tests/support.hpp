@@ -12,6 +12,10 @@ namespace mpify_test {
 /// Options whose workers' output goes nowhere: for tests whose workers fail on purpose.
 mpify::Options quiet();
 
+/// For workers that crash on purpose: under a sanitizer, the signal must reach the
+/// process instead of being turned into the sanitizer's report and exit code.
+void let_crashes_through(mpify::Options& options);
+
 /// The children of `parent`, zombies included.
 std::vector<pid_t> children(pid_t parent);
 
@@ -39,6 +43,9 @@ long rss_kib();
 
 /// A TCP socket bound to 127.0.0.1 on a port the kernel chose (stored in `port`), or -1.
 int bind_loopback(int& port);
+
+/// A loopback port that was free a moment ago (as an administrator would pick one).
+int free_loopback_port();
 
 /// A directory that is removed with everything in it.
 class TempDir {

@@ -61,7 +61,10 @@ void mark_local_failure() noexcept {
 }
 
 Call::Call(const Options& options, CallPlan plan)
-    : options_(options), plan_(std::move(plan)), deadline_(deadline_of(options)), supervisor_(options, deadline_, failures_, interrupts_) {}
+    : options_(options),
+      plan_(std::move(plan)),
+      deadline_(deadline_of(options)),
+      supervisor_(options, deadline_, failures_, interrupts_) {}
 
 void Call::start_workers(std::string args) {
     if (worker_count() == 0) return;

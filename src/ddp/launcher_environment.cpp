@@ -122,7 +122,8 @@ DdpOptions DdpOptions::from_environment() {
             o.addr = detail::expand_hostlist(*list).front();
         }
         int fallback_port = torchrun_default_port;
-        if (present("SLURM_JOB_ID")) fallback_port = 20000 + static_cast<int>(number("SLURM_JOB_ID", launcher, 1LL << 62) % 20000);
+        if (present("SLURM_JOB_ID"))
+            fallback_port = 20000 + static_cast<int>(number("SLURM_JOB_ID", launcher, 1LL << 62) % 20000);
         o.port = port_from(launcher, fallback_port);
         return o;
     }

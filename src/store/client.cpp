@@ -139,7 +139,8 @@ void Client::set(const std::string& key, const std::vector<uint8_t>& value) {
 std::vector<uint8_t> Client::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                         const std::vector<uint8_t>& desired) {
     const Message reply = call({Tag::compare_set, 0, {key, as_string(expected), as_string(desired)}});
-    if (reply.fields.size() != 1) throw Error("mpify: the group's rendezvous store answered compare_set without a value");
+    if (reply.fields.size() != 1)
+        throw Error("mpify: the group's rendezvous store answered compare_set without a value");
     return as_bytes(reply.fields[0]);
 }
 

@@ -117,7 +117,8 @@ Endpoint Endpoint::parse(const std::string& text, const char* variable) {
             return e;
         }
     }
-    throw UsageError(fmt::format("mpify: {}='{}' is not a store address (unix:/path or tcp:host:port)", variable, text));
+    throw UsageError(
+        fmt::format("mpify: {}='{}' is not a store address (unix:/path or tcp:host:port)", variable, text));
 }
 
 std::string Endpoint::describe() const {

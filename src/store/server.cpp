@@ -21,8 +21,6 @@
 namespace mpify::detail::store {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::size_t max_connections = 1024;
 // Replies a connection has not read: beyond this, it is not a rank, or it is stuck.
 constexpr std::size_t max_unread_reply_bytes = 4 * max_body_bytes;
@@ -87,149 +85,190 @@ std::vector<Member> Server::members() const {
     return members_;
 }
 
-void Server::serve() {
-    State& s = *state_;
-    auto has_all = [&](const std::vector<std::string>& keys) {
-        return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return s.data.count(k) != 0; });
-    };
-    auto set_member_state = [&](Connection& c, Member::State state, std::string note) {
-        if (c.member < 0) return;
+bool Server::has_all(const std::vector<std::string>& keys) const {
+    return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return state_->data.count(k) != 0; });
+}
+
+std::optional<Message> Server::answer_if_ready(const Message& m) const {
+    if (!has_all(m.fields)) return std::nullopt;
+    return m.tag == Tag::get ? ok(0, {state_->data.at(m.fields[0])}) : ok();
+}
+
+void Server::set_member_state(Connection& c, Member::State state, std::string note) {
+    if (c.member < 0) return;
+    std::lock_guard lock(members_mutex_);
+    Member& m = members_[static_cast<std::size_t>(c.member)];
+    m.state = state;
+    m.note = std::move(note);
+}
+
+Message Server::introduce(Connection& c, const Message& m) {
+    if (m.fields.size() != 3 || (m.fields[0] != "rank" && m.fields[0] != "caller"))
+        return failed("introduce takes a kind, a host and a number of local ranks");
+    Member member;
+    member.kind = m.fields[0] == "rank" ? Member::Kind::rank : Member::Kind::caller;
+    member.number = static_cast<int>(m.number);
+    member.local_ranks = std::atoi(m.fields[2].c_str());
+    member.host = c.peer.empty() || m.fields[1] == c.peer ? m.fields[1] : fmt::format("{} ({})", m.fields[1], c.peer);
+    std::lock_guard lock(members_mutex_);
+    if (c.member >= 0) {  // introduced again after reconnecting: the same member
+        members_[static_cast<std::size_t>(c.member)] = member;
+    } else {
+        c.member = static_cast<int>(members_.size());
+        members_.push_back(member);
+    }
+    return ok();
+}
+
+std::optional<Message> Server::handle(Connection& c, Message m) {
+    std::map<std::string, std::string>& data = state_->data;
+    auto fields_are = [&](std::size_t n) { return m.fields.size() == n; };
+    switch (m.tag) {
+        case Tag::introduce:
+            return introduce(c, m);
+        case Tag::set:
+            if (!fields_are(2)) return failed("set takes a key and a value");
+            data[m.fields[0]] = m.fields[1];
+            return ok();
+        case Tag::compare_set: {
+            // As c10d's stores: set `desired` when the value is `expected` (an absent key
+            // counts as the empty value); answer the value stored afterwards.
+            if (!fields_are(3)) return failed("compare_set takes a key, an expected and a desired value");
+            auto found = data.find(m.fields[0]);
+            if (found == data.end()) {
+                if (!m.fields[1].empty()) return ok(0, {m.fields[1]});
+                data[m.fields[0]] = m.fields[2];
+                return ok(0, {m.fields[2]});
+            }
+            if (found->second == m.fields[1]) found->second = m.fields[2];
+            return ok(0, {found->second});
+        }
+        case Tag::add: {
+            if (!fields_are(1)) return failed("add takes a key");
+            std::string& value = data[m.fields[0]];
+            const long long now = (value.empty() ? 0 : std::atoll(value.c_str())) + m.number;
+            value = std::to_string(now);
+            return ok(now);
+        }
+        case Tag::remove:
+            if (!fields_are(1)) return failed("remove takes a key");
+            return ok(data.erase(m.fields[0]) ? 1 : 0);
+        case Tag::check:
+            return ok(has_all(m.fields) ? 1 : 0);
+        case Tag::count:
+            return ok(static_cast<std::int64_t>(data.size()));
+        case Tag::get:
+        case Tag::wait: {
+            if (m.tag == Tag::get && !fields_are(1)) return failed("get takes a key");
+            if (auto reply = answer_if_ready(m)) return reply;
+            // number: how long the caller waits, in ms; it hears "timed out" after that.
+            c.blocked_until = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(
+                                                 m.number, 0, std::int64_t{24} * 3600 * 1000));
+            c.blocked = std::move(m);
+            return std::nullopt;
+        }
+        case Tag::members: {
+            std::lock_guard lock(members_mutex_);
+            return ok(0, encode_members(members_));
+        }
+        case Tag::leave:
+            set_member_state(c, m.number == 0 ? Member::State::left : Member::State::failed,
+                             m.fields.empty() ? "" : m.fields[0]);
+            return ok();
+        case Tag::ok:
+        case Tag::failed:
+            break;
+    }
+    return failed("not a request");
+}
+
+void Server::process(Connection& c) {
+    while (!c.blocked) {
+        std::optional<Message> request = take_message(c.in);  // throws MalformedMessage
+        if (!request) return;
+        if (auto reply = handle(c, std::move(*request))) c.out += encode(*reply);
+    }
+}
+
+Server::Clock::time_point Server::settle_blocked() {
+    const auto now = Clock::now();
+    auto next_deadline = Clock::time_point::max();
+    for (auto& c : state_->connections) {
+        if (!c->blocked) continue;
+        if (auto reply = answer_if_ready(*c->blocked)) {
+            c->out += encode(*reply);
+        } else if (c->blocked_until <= now) {
+            c->out += encode(failed("timed out"));
+        } else {
+            next_deadline = std::min(next_deadline, c->blocked_until);
+            continue;
+        }
+        c->blocked.reset();
+        try {
+            process(*c);  // what it sent while it waited
+        } catch (const MalformedMessage&) {
+            c->in.clear();
+            c->out.clear();
+            c->fd.reset();  // dropped by drop_closed
+        }
+    }
+    return next_deadline;
+}
+
+void Server::drop(std::size_t index) {
+    Connection& c = *state_->connections[index];
+    if (c.member >= 0) {
         std::lock_guard lock(members_mutex_);
         Member& m = members_[static_cast<std::size_t>(c.member)];
-        m.state = state;
-        m.note = std::move(note);
-    };
-    // A get or wait whose keys are there: its reply. Otherwise nothing.
-    auto answer_blocked = [&](const Message& m) -> std::optional<Message> {
-        if (!has_all(m.fields)) return std::nullopt;
-        return m.tag == Tag::get ? ok(0, {s.data[m.fields[0]]}) : ok();
-    };
-    auto handle = [&](Connection& c, Message m) -> std::optional<Message> {
-        auto fields_are = [&](std::size_t n) { return m.fields.size() == n; };
-        switch (m.tag) {
-            case Tag::introduce: {
-                if (!fields_are(3) || (m.fields[0] != "rank" && m.fields[0] != "caller"))
-                    return failed("introduce takes a kind, a host and a number of local ranks");
-                Member member;
-                member.kind = m.fields[0] == "rank" ? Member::Kind::rank : Member::Kind::caller;
-                member.number = static_cast<int>(m.number);
-                member.local_ranks = std::atoi(m.fields[2].c_str());
-                member.host = c.peer.empty() || m.fields[1] == c.peer ? m.fields[1]
-                                                                     : fmt::format("{} ({})", m.fields[1], c.peer);
-                std::lock_guard lock(members_mutex_);
-                if (c.member >= 0)  // introduced again after reconnecting: the same member
-                    members_[static_cast<std::size_t>(c.member)] = member;
-                else {
-                    c.member = static_cast<int>(members_.size());
-                    members_.push_back(member);
-                }
-                return ok();
-            }
-            case Tag::set:
-                if (!fields_are(2)) return failed("set takes a key and a value");
-                s.data[m.fields[0]] = m.fields[1];
-                return ok();
-            case Tag::compare_set: {
-                // As c10d's stores: set `desired` when the value is `expected` (an absent key
-                // counts as the empty value); answer the value stored afterwards.
-                if (!fields_are(3)) return failed("compare_set takes a key, an expected and a desired value");
-                auto found = s.data.find(m.fields[0]);
-                if (found == s.data.end()) {
-                    if (!m.fields[1].empty()) return ok(0, {m.fields[1]});
-                    s.data[m.fields[0]] = m.fields[2];
-                    return ok(0, {m.fields[2]});
-                }
-                if (found->second == m.fields[1]) found->second = m.fields[2];
-                return ok(0, {found->second});
-            }
-            case Tag::add: {
-                if (!fields_are(1)) return failed("add takes a key");
-                std::string& value = s.data[m.fields[0]];
-                const long long now = (value.empty() ? 0 : std::atoll(value.c_str())) + m.number;
-                value = std::to_string(now);
-                return ok(now);
-            }
-            case Tag::remove:
-                if (!fields_are(1)) return failed("remove takes a key");
-                return ok(s.data.erase(m.fields[0]) ? 1 : 0);
-            case Tag::check:
-                return ok(has_all(m.fields) ? 1 : 0);
-            case Tag::count:
-                return ok(static_cast<std::int64_t>(s.data.size()));
-            case Tag::get:
-            case Tag::wait: {
-                if (m.tag == Tag::get && !fields_are(1)) return failed("get takes a key");
-                if (auto reply = answer_blocked(m)) return reply;
-                // number: how long the caller waits, in ms; it hears "timed out" after that.
-                c.blocked_until = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(
-                                                     m.number, 0, std::int64_t{24} * 3600 * 1000));
-                c.blocked = std::move(m);
-                return std::nullopt;
-            }
-            case Tag::members: {
-                std::lock_guard lock(members_mutex_);
-                return ok(0, encode_members(members_));
-            }
-            case Tag::leave:
-                set_member_state(c, m.number == 0 ? Member::State::left : Member::State::failed,
-                                 m.fields.empty() ? "" : m.fields[0]);
-                return ok();
-            case Tag::ok:
-            case Tag::failed:
-                break;
-        }
-        return failed("not a request");
-    };
-    auto send = [&](Connection& c, const Message& reply) { c.out += encode(reply); };
-    auto drop = [&](std::size_t index) {
-        Connection& c = *s.connections[index];
-        if (c.member >= 0) {
-            std::lock_guard lock(members_mutex_);
-            Member& m = members_[static_cast<std::size_t>(c.member)];
-            if (m.state == Member::State::present) m.state = Member::State::gone;
-        }
-        s.connections.erase(s.connections.begin() + static_cast<std::ptrdiff_t>(index));
-    };
-    // Runs the requests a connection has received, up to one that has to wait.
-    auto process = [&](Connection& c) {
-        while (!c.blocked) {
-            std::optional<Message> request = take_message(c.in);  // throws MalformedMessage
-            if (!request) return;
-            if (auto reply = handle(c, std::move(*request))) send(c, *reply);
-        }
-    };
+        if (m.state == Member::State::present) m.state = Member::State::gone;
+    }
+    state_->connections.erase(state_->connections.begin() + static_cast<std::ptrdiff_t>(index));
+}
 
+bool Server::exchange(Connection& c, short events) {
+    if (events & POLLOUT) {
+        const ssize_t sent = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0) c.out.erase(0, static_cast<std::size_t>(sent));
+        else if (sent < 0 && errno != EAGAIN && errno != EINTR) return false;
+    }
+    if (events & (POLLIN | POLLHUP | POLLERR)) {
+        char chunk[65536];
+        const ReadResult r = read_some(c.fd.get(), chunk, sizeof chunk);
+        if (r.kind == ReadResult::bytes) {
+            c.in.append(chunk, r.size);
+            try {
+                process(c);
+            } catch (const MalformedMessage&) {
+                return false;
+            }
+        } else if (r.kind != ReadResult::would_block) {
+            return false;
+        }
+    }
+    return c.out.size() <= max_unread_reply_bytes && c.in.size() <= 4 + max_body_bytes;
+}
+
+void Server::accept_one() {
+    UniqueFd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!accepted) return;
+    auto c = std::make_unique<Connection>();
+    c->peer = peer_address(accepted.get());
+    c->fd = std::move(accepted);
+    state_->connections.push_back(std::move(c));
+}
+
+void Server::serve() {
+    auto& connections = state_->connections;
     std::vector<pollfd> polled;
     for (;;) {
-        // Blocked requests whose keys came, or whose time ran out.
         const auto now = Clock::now();
-        auto next_deadline = Clock::time_point::max();
-        for (auto& c : s.connections) {
-            if (!c->blocked) continue;
-            if (auto reply = answer_blocked(*c->blocked)) {
-                c->blocked.reset();
-                send(*c, *reply);
-            } else if (c->blocked_until <= now) {
-                c->blocked.reset();
-                send(*c, failed("timed out"));
-            } else {
-                next_deadline = std::min(next_deadline, c->blocked_until);
-                continue;
-            }
-            try {
-                process(*c);  // what it sent while it waited
-            } catch (const MalformedMessage&) {
-                c->in.clear();
-                c->out.clear();
-                c->fd.reset();  // dropped below
-            }
-        }
-        for (std::size_t i = s.connections.size(); i-- > 0;)
-            if (!s.connections[i]->fd) drop(i);
+        const auto next_deadline = settle_blocked();
+        for (std::size_t i = connections.size(); i-- > 0;)
+            if (!connections[i]->fd) drop(i);
 
         polled.assign({{wake_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
-        if (s.connections.size() >= max_connections) polled[1].fd = -1;  // poll skips it
-        for (auto& c : s.connections)
+        if (connections.size() >= max_connections) polled[1].fd = -1;  // poll skips it
+        for (auto& c : connections)
             polled.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
         int wait_ms = -1;
         if (next_deadline != Clock::time_point::max())
@@ -239,41 +278,9 @@ void Server::serve() {
         if (polled[0].revents != 0) return;  // stop
 
         // Connections first (indices match `polled`), then new ones.
-        for (std::size_t i = s.connections.size(); i-- > 0;) {
-            Connection& c = *s.connections[i];
-            const short events = polled[i + 2].revents;
-            bool keep = true;
-            if (events & POLLOUT) {
-                const ssize_t sent = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (sent > 0) c.out.erase(0, static_cast<std::size_t>(sent));
-                else if (sent < 0 && errno != EAGAIN && errno != EINTR) keep = false;
-            }
-            if (keep && (events & (POLLIN | POLLHUP | POLLERR))) {
-                char chunk[65536];
-                const ReadResult r = read_some(c.fd.get(), chunk, sizeof chunk);
-                if (r.kind == ReadResult::bytes) {
-                    c.in.append(chunk, r.size);
-                    try {
-                        process(c);
-                    } catch (const MalformedMessage&) {
-                        keep = false;
-                    }
-                } else if (r.kind != ReadResult::would_block) {
-                    keep = false;
-                }
-            }
-            if (c.out.size() > max_unread_reply_bytes || c.in.size() > 4 + max_body_bytes) keep = false;
-            if (!keep) drop(i);
-        }
-        if (polled[1].revents & POLLIN) {
-            UniqueFd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-            if (accepted) {
-                auto c = std::make_unique<Connection>();
-                c->peer = peer_address(accepted.get());
-                c->fd = std::move(accepted);
-                s.connections.push_back(std::move(c));
-            }
-        }
+        for (std::size_t i = connections.size(); i-- > 0;)
+            if (!exchange(*connections[i], polled[i + 2].revents)) drop(i);
+        if (polled[1].revents & POLLIN) accept_one();
     }
 }
 

@@ -8,8 +8,12 @@
 // read its replies is closed when they pile up.
 #include "store/endpoint.hpp"
 #include "store/member.hpp"
+#include "store/message.hpp"
 
+#include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,9 +36,30 @@ public:
     std::vector<Member> members() const;
 
 private:
+    using Clock = std::chrono::steady_clock;
     struct Connection;
     struct State;
+
+    /// The serving thread: poll, exchange bytes, accept, until the destructor says stop.
     void serve();
+    /// Answers the waiting gets and waits whose keys came or whose time ran out, and runs
+    /// what those connections sent meanwhile. Returns when the next one times out.
+    Clock::time_point settle_blocked();
+    /// Sends and receives what `events` allow; false when the connection must be dropped
+    /// (closed, malformed, or letting replies pile up).
+    bool exchange(Connection& c, short events);
+    void accept_one();
+    void drop(std::size_t index);
+    /// Runs the requests a connection has received, up to one that has to wait. Throws
+    /// MalformedMessage.
+    void process(Connection& c);
+    /// The reply to one request; nullopt for a get or wait that has to wait.
+    std::optional<Message> handle(Connection& c, Message m);
+    Message introduce(Connection& c, const Message& m);
+    bool has_all(const std::vector<std::string>& keys) const;
+    /// A get or wait whose keys are all there: its reply. Otherwise nullopt.
+    std::optional<Message> answer_if_ready(const Message& m) const;
+    void set_member_state(Connection& c, Member::State state, std::string note);
 
     Endpoint endpoint_;
     UniqueFd listener_;

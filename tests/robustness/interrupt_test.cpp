@@ -60,10 +60,7 @@ TEST_CASE("the caller's rank sees interrupt_requested() and the call is interrup
 TEST_CASE("an interrupt reaches the caller's rank waiting at a group's rendezvous", "[robustness][interrupt][ddp]") {
     // Rank 2 of 3 never comes: ranks 0 (the caller, hosting the store) and 1 would wait a
     // minute for it. Rank 1 says "joining" as it starts to; the interrupt comes then.
-    int port = 0;
-    const int probe = mpify_test::bind_loopback(port);
-    REQUIRE(probe >= 0);
-    ::close(probe);
+    const int port = mpify_test::free_loopback_port();
     mpify::Options options = act_when_running(1, [] { mpify::request_interrupt(); });
     const auto start = std::chrono::steady_clock::now();
     CHECK_THROWS_AS(mpify::ranch(options, 2, ddp_test::join_group_of, 3, port), mpify::Interrupted);
