@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <vector>
+
+#include <unistd.h>  // environ
 
 namespace {
 
@@ -22,7 +25,11 @@ constexpr std::size_t name_count = std::size(names);
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > 512) return 0;  // a launcher's variables are short; host lists have their own target
-    for (const char* name : names) ::unsetenv(name);
+    // The environment is built here and `environ` pointed at it: glibc's setenv keeps
+    // every value it ever held (on purpose), which millions of runs would pile up.
+    static std::vector<std::string> entries;
+    static std::vector<char*> pointers;
+    entries.clear();
     const std::string input(reinterpret_cast<const char*>(data), size);
     std::size_t at = 0;
     while (at < input.size()) {
@@ -30,11 +37,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (end == std::string::npos) end = input.size();
         if (end > at) {
             const std::string value = input.substr(at + 1, end - at - 1);
-            if (value.find('\0') == std::string::npos)  // an environment cannot hold a NUL
-                ::setenv(names[static_cast<unsigned char>(input[at]) % name_count], value.c_str(), 1);
+            // An environment cannot hold a NUL. A name given twice: getenv takes the first,
+            // as it would in a real environment.
+            const char* name = names[static_cast<unsigned char>(input[at]) % name_count];
+            if (value.find('\0') == std::string::npos) entries.push_back(std::string(name) + "=" + value);
         }
         at = end + 1;
     }
+    pointers.clear();
+    for (std::string& entry : entries) pointers.push_back(entry.data());
+    pointers.push_back(nullptr);
+    environ = pointers.data();
     try {
         const mpify::DdpOptions options = mpify::DdpOptions::from_environment();
         if (options.nodes < 1 || options.node_rank < 0 || options.node_rank >= options.nodes) std::abort();
