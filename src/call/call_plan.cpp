@@ -54,12 +54,16 @@ void check_options(const Options& options, int n, const std::string& label) {
             "read; restore its default handler (signal(SIGCHLD, SIG_DFL)) before calling ranch", label));
 }
 
+// "mpify::ranch(train, n=4)", from the function's registered name ("?" if none).
+std::string label_for(const std::string& function_name, int n) {
+    return fmt::format("mpify::ranch({}, n={})", function_name, n);
+}
+
 }  // namespace
 
 std::string call_label(const void* function, int n) {
     FunctionEntry entry;
-    const bool registered = find_function_by_address(function, entry);
-    return fmt::format("mpify::ranch({}, n={})", registered ? entry.name : "?", n);
+    return label_for(find_function_by_address(function, entry) ? entry.name : "?", n);
 }
 
 CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
@@ -72,7 +76,7 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     const bool registered = find_function_by_address(request.function, entry);
     plan.function_name = registered ? entry.name : "?";
     plan.function_signature = entry.signature;
-    plan.label = call_label(request.function, n);
+    plan.label = label_for(plan.function_name, n);
     check_options(options, n, plan.label);
     if (!registered) throw UsageError(unregistered_message(request.function));
     if (!plan.context_key.empty() && !context_registered(plan.context_key.c_str()))

@@ -190,8 +190,7 @@ void Server::process(Connection& c) {
     }
 }
 
-Server::Clock::time_point Server::settle_blocked() {
-    const auto now = Clock::now();
+Server::Clock::time_point Server::settle_blocked(Clock::time_point now) {
     auto next_deadline = Clock::time_point::max();
     for (auto& c : state_->connections) {
         if (!c->blocked) continue;
@@ -209,7 +208,7 @@ Server::Clock::time_point Server::settle_blocked() {
         } catch (const MalformedMessage&) {
             c->in.clear();
             c->out.clear();
-            c->fd.reset();  // dropped by drop_closed
+            c->fd.reset();  // serve drops it
         }
     }
     return next_deadline;
@@ -262,7 +261,7 @@ void Server::serve() {
     std::vector<pollfd> polled;
     for (;;) {
         const auto now = Clock::now();
-        const auto next_deadline = settle_blocked();
+        const auto next_deadline = settle_blocked(now);
         for (std::size_t i = connections.size(); i-- > 0;)
             if (!connections[i]->fd) drop(i);
 

@@ -12,9 +12,9 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -43,8 +43,9 @@ private:
     /// The serving thread: poll, exchange bytes, accept, until the destructor says stop.
     void serve();
     /// Answers the waiting gets and waits whose keys came or whose time ran out, and runs
-    /// what those connections sent meanwhile. Returns when the next one times out.
-    Clock::time_point settle_blocked();
+    /// what those connections sent meanwhile, as of `now`. Returns when the next one
+    /// times out.
+    Clock::time_point settle_blocked(Clock::time_point now);
     /// Sends and receives what `events` allow; false when the connection must be dropped
     /// (closed, malformed, or letting replies pile up).
     bool exchange(Connection& c, short events);
