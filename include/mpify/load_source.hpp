@@ -49,6 +49,12 @@ struct SourceOptions {
 /// symbols become visible to an interpreter's later input, its MPIFY_REGISTERed
 /// functions become rankable) and returns the library's path.
 ///
+/// Loading an edited file again loads a new library beside the old one (code that points
+/// into the old one keeps working); its functions are registered as the new version,
+/// so `ranch` of the new library's function runs the new code in every rank. Name the
+/// newest with `dlsym(dlopen(returned_path, RTLD_NOW | RTLD_NOLOAD), "fn")`:
+/// `dlsym(RTLD_DEFAULT, ...)` finds the oldest. mpify's kernel does this for cells.
+///
 /// The library is cached under a name made from the file's content, the flags and
 /// the libmpify in use: loading unchanged source again costs no compilation. Headers
 /// the file includes are not part of that key; touch the file after changing one.
@@ -57,3 +63,12 @@ struct SourceOptions {
 MPIFY_API std::string load_source(const std::string& path, const SourceOptions& options = {});
 
 }  // namespace mpify
+
+/// For interpreters that resolve a cell's names (mpify's Jupyter kernel): the function
+/// with this linker (mangled) name in the newest library load_source loaded that defines
+/// it, or nullptr. The process's own lookup (dlsym(RTLD_DEFAULT)) finds the oldest.
+extern "C" MPIFY_API void* mpify_newest_source_function(const char* linker_name) noexcept;
+
+/// How many distinct libraries load_source has loaded in this process: when it grows,
+/// an interpreter forgets what mpify_newest_source_function told it before.
+extern "C" MPIFY_API unsigned long mpify_source_generation() noexcept;

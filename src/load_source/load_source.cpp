@@ -3,6 +3,7 @@
 #include "common/object_locator.hpp"
 #include "common/posix.hpp"
 #include "load_source/build_flags.hpp"
+#include "load_source/loaded_libraries.hpp"
 
 #include <mpify/load_source.hpp>
 
@@ -15,11 +16,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -153,8 +156,11 @@ std::vector<std::string> compile_command(const fs::path& source, const fs::path&
     for (const std::string& o : flags.options)
         if (!o.empty()) cmd.push_back(o);
     cmd.insert(cmd.end(), options.flags.begin(), options.flags.end());
+    // -Bsymbolic-functions: the library's own functions are the ones its MPIFY_REGISTER
+    // records. Without it, a second version of an edited file registers the first
+    // version's functions: the dynamic linker binds `&fn` to the oldest definition loaded.
     cmd.insert(cmd.end(), {"-o", output.string(), source.string(), libmpify.string(),
-                           "-Wl,-rpath," + libmpify.parent_path().string()});
+                           "-Wl,-rpath," + libmpify.parent_path().string(), "-Wl,-Bsymbolic-functions"});
     for (const std::string& file : flags.link_files)
         if (!file.empty()) cmd.push_back(file);
     cmd.insert(cmd.end(), options.libraries.begin(), options.libraries.end());
@@ -194,7 +200,9 @@ bool run(const std::vector<std::string>& cmd, const fs::path& log) {
 
 }  // namespace
 
-std::string load_source(const std::string& path, const SourceOptions& options) {
+namespace {
+
+std::string compile_and_load(const std::string& path, const SourceOptions& options) {
     const fs::path source = fs::absolute(path);
     std::error_code ec;
     if (!fs::is_regular_file(source, ec))
@@ -222,7 +230,10 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
     // fingerprint.
     auto compile = [&] {
         std::error_code ec;
-        const std::string unique = fmt::format("{}.{}", library.filename().string(), ::getpid());
+        // Unique per process and per call: two threads may compile the same source at once.
+        static std::atomic<unsigned> compilations{0};
+        const std::string unique =
+            fmt::format("{}.{}.{}", library.filename().string(), ::getpid(), compilations.fetch_add(1));
         const fs::path partial = folder / (unique + ".partial");
         const fs::path log = folder / (unique + ".log");
         const std::vector<std::string> cmd = compile_command(source, partial, libmpify, options);
@@ -242,16 +253,39 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
     };
 
     if (!cached_library_intact(library)) compile();
-    if (::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return library.string();
+    if (void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+        detail::remember_loaded_source(handle, library.string());
+        return library.string();
+    }
     // Intact by its fingerprint and still not loadable (a library it needs was rebuilt
     // since): compile again, once.
     const std::string first_error = ::dlerror();
     compile();
-    if (::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr)
         throw Error(fmt::format("mpify::load_source: compiled {} into {} but cannot load it: {} (before compiling "
                                 "it again: {})",
                                 source.string(), library.string(), ::dlerror(), first_error));
+    detail::remember_loaded_source(handle, library.string());
     return library.string();
 }
 
+}  // namespace
+
+std::string load_source(const std::string& path, const SourceOptions& options) {
+    try {
+        return compile_and_load(path, options);
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {  // the file system's own (a full disk, a folder removed meanwhile)
+        std::throw_with_nested(Error(fmt::format("mpify::load_source({}): {}", path, e.what())));
+    }
+}
+
 }  // namespace mpify
+
+extern "C" void* mpify_newest_source_function(const char* linker_name) noexcept {
+    return linker_name ? mpify::detail::newest_source_function(linker_name) : nullptr;
+}
+
+extern "C" unsigned long mpify_source_generation() noexcept { return mpify::detail::source_generation(); }
