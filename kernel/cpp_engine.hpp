@@ -2,26 +2,35 @@
 // The C++ half of the kernel: clang's incremental interpreter (the engine of clang-repl
 // and xeus-cpp), wrapped so that nothing clang or LLVM leaks into the rest of the kernel.
 //
-// One engine per kernel process. Cells are compiled and run on the calling thread; a
-// cell that throws a C++ exception comes back as an Outcome, a cell that crashes takes
-// the process with it (the kernel dies, as any Jupyter kernel does on a crash).
+// One engine per kernel process; cells run on the thread that made it. A cell goes
+// through three steps, each of which leaves the session as it was when it fails:
+//   1. its leading #include block, parsed in the session (as xeus-cling does), after a
+//      pre-check in a forked child unless every header is a system one (`<...>`) that
+//      exists;
+//   2. the rest, parsed first in a forked child (forked_check.hpp): clang's crashes and
+//      its half-cleaned failures stay there, and every name the code uses must resolve;
+//   3. parsed again in the session and run, with interrupts and crashes of the cell's
+//      own code ending the cell, not the kernel (recovery.hpp).
+// A cell whose last statement is an expression without ';' has that value shown.
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace mpify_kernel {
 
-/// What running one piece of code came to.
+/// What running one cell came to.
 struct Outcome {
     enum class Kind {
         ok,
-        compile_error,  ///< clang rejected the code; `diagnostics` says why
+        compile_error,  ///< clang rejected the code (or crashed on it); `diagnostics` says why
         exception,      ///< the code threw; `exception_type` and `message` say what
+        interrupted,    ///< the user interrupted it
+        crashed,        ///< the code died of a signal; `message` says which and where
     };
     Kind kind = Kind::ok;
     std::string diagnostics;     ///< clang's diagnostics (warnings too, when the code ran)
     std::string exception_type;  ///< demangled type of the exception that escaped
-    std::string message;         ///< its what(), or a description when it was no std::exception
+    std::string message;         ///< its what(), or a description
     std::vector<std::string> causes;  ///< "type: what" of each nested exception, outermost first
 };
 
@@ -29,6 +38,13 @@ struct Outcome {
 struct Completions {
     std::vector<std::string> names;  ///< full names ("ranch", not "ra")
     std::size_t start = 0;           ///< where the completed identifier starts in the code
+};
+
+/// What a %%mpify cell's code declares, for the session: its own functions without their
+/// bodies (the compiled library defines them), everything else as written.
+struct Declarations {
+    std::string code;
+    std::vector<std::string> functions;  ///< the functions whose bodies the library holds
 };
 
 class CppEngine {
@@ -39,12 +55,22 @@ public:
     CppEngine(const CppEngine&) = delete;
     CppEngine& operator=(const CppEngine&) = delete;
 
-    /// Compiles and runs `code`: declarations and statements, as clang-repl accepts them.
+    /// Compiles and runs a cell's code: declarations and statements, as clang-repl
+    /// accepts them; shows the value of a trailing expression (see value.hpp).
     Outcome run(const std::string& code);
+
+    /// Runs code the kernel wrote itself (no pre-check): a known header, a call it makes.
+    Outcome run_trusted(const std::string& code);
+
+    /// Checks a %%mpify cell's code (after its leading #include block ran) in a child and
+    /// returns what the session must declare. An Outcome other than ok says why not.
+    Outcome declarations_of(const std::string& code, Declarations& out);
 
     /// Makes `#include` look in `folder` too, for the cells that follow. Throws
     /// std::runtime_error when the folder does not exist.
     void add_include_path(const std::string& folder);
+    /// The folders add_include_path added, in order.
+    const std::vector<std::string>& include_paths() const;
 
     /// Loads a shared library (its symbols become visible to later cells, its static
     /// initializers run). Throws std::runtime_error with the loader's message.
@@ -53,6 +79,10 @@ public:
     /// What could complete the identifier before `cursor` in `code`, given every
     /// declaration the cells so far have made.
     Completions complete(const std::string& code, std::size_t cursor);
+
+    /// The declarations of `name` (a possibly qualified name) as the session knows them,
+    /// with their documentation comments and where they are declared; empty if unknown.
+    std::string describe(const std::string& name);
 
 private:
     struct State;

@@ -5,7 +5,7 @@
 // Jupyter starts it from its kernelspec (kernel.json), one process per notebook. Flags
 // after `--` go to clang: the kernelspec passes -I for the folder of xcpp/xdisplay.hpp.
 #include "cpp_kernel.hpp"
-#include "interrupt.hpp"
+#include "recovery.hpp"
 
 #include <xeus/xhelper.hpp>
 #include <xeus/xkernel.hpp>
@@ -54,7 +54,7 @@ int main(int argc, char* argv[]) {
                              "(Jupyter starts it from its kernelspec; see README, \"Notebooks\")\n");
         return 2;
     }
-    mpify_kernel::install_interrupt_handler();  // before any thread exists
+    mpify_kernel::install_signal_handlers();  // before any thread exists
     try {
         const xeus::xconfiguration config = xeus::load_configuration(connection_file);
         auto interpreter = std::make_unique<mpify_kernel::CppKernel>(flags);

@@ -38,3 +38,9 @@ MPIFY_API void stop_on_sigint();
 /// dlsym()s it (a Jupyter kernel that does not link mpify) can call it from its SIGINT
 /// handler. Async-signal-safe.
 extern "C" MPIFY_API void mpify_request_interrupt() noexcept;
+
+/// How many of mpify's interruptible waits (ranch, in_ddp, a rendezvous) are running in
+/// this process, on any thread. A host that ends a cell's code from a signal handler
+/// (mpify's kernel) must not do so while one runs: the call cleans up after itself and
+/// throws mpify::Interrupted instead. Async-signal-safe.
+extern "C" MPIFY_API int mpify_calls_running() noexcept;

@@ -122,3 +122,5 @@ void stop_on_sigint() {
 }  // namespace mpify
 
 extern "C" void mpify_request_interrupt() noexcept { mpify::request_interrupt(); }
+
+extern "C" int mpify_calls_running() noexcept { return mpify::detail::calls_running.load(); }

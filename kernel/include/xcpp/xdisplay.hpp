@@ -76,4 +76,12 @@ void display(const T& value, const std::string& display_id, bool update = false)
     detail::publish(detail::bundle_of(value, 0), display_id, update);
 }
 
+/// Clears the running cell's output; with `wait`, only when the next output arrives (no
+/// flicker in a loop that redraws). Outside a kernel it does nothing.
+inline void clear_output(bool wait = false) {
+    using clear_function = void (*)(int wait);
+    if (auto clear = reinterpret_cast<clear_function>(::dlsym(RTLD_DEFAULT, "mpify_kernel_clear_output")))
+        clear(wait ? 1 : 0);
+}
+
 }  // namespace xcpp

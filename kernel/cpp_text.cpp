@@ -1,0 +1,268 @@
+#include "cpp_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <vector>
+
+namespace mpify_kernel {
+namespace {
+
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The code as the analyses below want to see it, at the same length: comments become
+// spaces, a literal keeps its quotes with its content as 'x', and each preprocessor
+// line (with its continuations) becomes spaces, its extent remembered.
+struct Masked {
+    std::string text;
+    struct Range {
+        std::size_t begin, end;
+    };
+    std::vector<Range> directives;
+    bool open_comment = false;  // the code ends inside a /* comment
+    bool open_literal = false;  // ... inside a string or character literal
+};
+
+// True when the quote at `quote` closes a raw string's prefix: R"..., u8R"..., LR"...
+bool starts_raw_string(const std::string& code, std::size_t quote) {
+    if (quote == 0 || code[quote - 1] != 'R') return false;
+    std::size_t start = quote - 1;
+    while (start > 0 && is_identifier_char(code[start - 1])) --start;
+    const std::string prefix = code.substr(start, quote - 1 - start);
+    return prefix.empty() || prefix == "u8" || prefix == "u" || prefix == "U" || prefix == "L";
+}
+
+// True when the apostrophe at `at` separates digits (1'000'000) rather than opening a
+// character literal.
+bool is_digit_separator(const std::string& code, std::size_t at) {
+    if (at == 0 || !is_identifier_char(code[at - 1])) return false;
+    std::size_t start = at;
+    while (start > 0 && (is_identifier_char(code[start - 1]) || code[start - 1] == '\'')) --start;
+    return std::isdigit(static_cast<unsigned char>(code[start])) != 0;
+}
+
+Masked mask(const std::string& code) {
+    Masked out;
+    out.text = code;
+    std::string& text = out.text;
+    bool line_start = true;  // only white space so far on this line
+    std::size_t i = 0;
+    auto blank = [&](std::size_t from, std::size_t to) {
+        for (std::size_t k = from; k < to && k < text.size(); ++k)
+            if (text[k] != '\n') text[k] = ' ';
+    };
+    auto hide = [&](std::size_t from, std::size_t to) {
+        for (std::size_t k = from; k < to && k < text.size(); ++k)
+            if (text[k] != '\n') text[k] = 'x';
+    };
+    while (i < code.size()) {
+        const char c = code[i];
+        const char next = i + 1 < code.size() ? code[i + 1] : '\0';
+        if (c == '\n') {
+            line_start = true;
+            ++i;
+        } else if (c == '/' && next == '/') {
+            const std::size_t end = code.find('\n', i);
+            blank(i, end == std::string::npos ? code.size() : end);
+            i = end == std::string::npos ? code.size() : end;
+        } else if (c == '/' && next == '*') {
+            const std::size_t end = code.find("*/", i + 2);
+            out.open_comment = end == std::string::npos;
+            blank(i, out.open_comment ? code.size() : end + 2);
+            i = out.open_comment ? code.size() : end + 2;
+        } else if (c == '#' && line_start) {
+            std::size_t end = i;
+            while (true) {  // to the end of the line, following backslash continuations
+                end = code.find('\n', end);
+                if (end == std::string::npos) {
+                    end = code.size();
+                    break;
+                }
+                std::size_t last = end;
+                while (last > i && (code[last - 1] == ' ' || code[last - 1] == '\t' || code[last - 1] == '\r')) --last;
+                if (last > i && code[last - 1] == '\\') {
+                    ++end;
+                    continue;
+                }
+                break;
+            }
+            out.directives.push_back({i, end});
+            blank(i, end);
+            i = end;
+        } else if (c == '"' && starts_raw_string(code, i)) {
+            const std::size_t open = code.find('(', i);
+            const std::string closing =
+                open == std::string::npos ? std::string() : ")" + code.substr(i + 1, open - i - 1) + "\"";
+            const std::size_t end = open == std::string::npos ? std::string::npos : code.find(closing, open);
+            out.open_literal = end == std::string::npos;
+            const std::size_t stop = out.open_literal ? code.size() : end + closing.size();
+            hide(i + 1, stop - 1);
+            i = stop;
+            line_start = false;
+        } else if ((c == '"' || c == '\'') && !(c == '\'' && is_digit_separator(code, i))) {
+            std::size_t k = i + 1;
+            while (k < code.size() && code[k] != c && code[k] != '\n') k += code[k] == '\\' ? 2 : 1;
+            out.open_literal = out.open_literal || k >= code.size() || code[k] == '\n';
+            const std::size_t stop = std::min(k + 1, code.size());
+            hide(i + 1, std::min(k, code.size()));
+            i = stop;
+            line_start = false;
+        } else {
+            if (c != ' ' && c != '\t' && c != '\r') line_start = false;
+            ++i;
+        }
+    }
+    return out;
+}
+
+// The identifier that ends just before `at` (skipping white space), and where it starts.
+std::string word_before(const std::string& text, std::size_t at, std::size_t* start = nullptr) {
+    std::size_t end = at;
+    while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+    std::size_t begin = end;
+    while (begin > 0 && is_identifier_char(text[begin - 1])) --begin;
+    if (start) *start = begin;
+    return text.substr(begin, end - begin);
+}
+
+// True when the '{' at `at` (in masked text) opens a block (a function body, a
+// control statement's, a namespace's) rather than a braced initializer (S{1, 2}).
+bool opens_block(const std::string& text, std::size_t at) {
+    std::size_t before = at;
+    while (before > 0 && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
+    if (before == 0) return true;
+    const char previous = text[before - 1];
+    if (previous == ')' || previous == '"' || previous == ';' || previous == '}' || previous == '{') return true;
+    if (!is_identifier_char(previous)) return false;
+    std::size_t word_start = 0;
+    const std::string word = word_before(text, before, &word_start);
+    static const std::array<const char*, 9> block_words = {"else",    "do",    "try",      "namespace", "const",
+                                                           "noexcept", "final", "override", "mutable"};
+    if (std::find(block_words.begin(), block_words.end(), word) != block_words.end()) return true;
+    const std::string earlier = word_before(text, word_start);
+    return earlier == "namespace" || earlier == "struct" || earlier == "class" || earlier == "union" ||
+           earlier == "enum";
+}
+
+// Statements that start with these are no expression: their value is nothing to show.
+bool starts_with_statement_keyword(const std::string& tail) {
+    std::size_t end = 0;
+    while (end < tail.size() && is_identifier_char(tail[end])) ++end;
+    static const std::array<const char*, 34> keywords = {
+        "if",       "for",       "while",     "do",        "switch",        "return",    "break",
+        "continue", "goto",      "case",      "default",   "using",         "typedef",   "namespace",
+        "class",    "struct",    "union",     "enum",      "template",      "extern",    "static",
+        "inline",   "constexpr", "virtual",   "friend",    "public",        "private",   "protected",
+        "try",      "auto",      "consteval", "constinit", "static_assert", "thread_local"};
+    const std::string word = tail.substr(0, end);
+    return std::find(keywords.begin(), keywords.end(), word) != keywords.end();
+}
+
+}  // namespace
+
+LeadingDirectives split_leading_directives(const std::string& code) {
+    const Masked masked = mask(code);
+    // The block ends before the first line that holds anything but directives, comments
+    // and white space.
+    std::size_t block_end = 0, line_begin = 0;
+    bool has_include = false;
+    int conditionals = 0;  // #if... minus #endif: a block that leaves one open is not split
+    while (line_begin < code.size()) {
+        std::size_t line_end = code.find('\n', line_begin);
+        if (line_end == std::string::npos) line_end = code.size();
+        const auto directive = std::find_if(masked.directives.begin(), masked.directives.end(),
+                                            [&](const Masked::Range& d) { return d.begin >= line_begin && d.begin < line_end; });
+        if (directive != masked.directives.end()) {
+            std::string words = code.substr(directive->begin + 1, directive->end - directive->begin - 1);
+            words.erase(0, words.find_first_not_of(" \t"));
+            has_include = has_include || words.rfind("include", 0) == 0;
+            if (words.rfind("if", 0) == 0) ++conditionals;
+            if (words.rfind("endif", 0) == 0) --conditionals;
+            line_end = std::max(line_end, directive->end);
+        } else if (masked.text.find_first_not_of(" \t\r", line_begin) < line_end) {
+            break;
+        }
+        block_end = line_end == code.size() ? code.size() : line_end + 1;
+        line_begin = block_end;
+    }
+    if (!has_include || conditionals != 0 || masked.open_comment) return {std::string(), code};
+    const auto lines = static_cast<std::size_t>(std::count(code.begin(), code.begin() + block_end, '\n'));
+    return {code.substr(0, block_end), std::string(lines, '\n') + code.substr(block_end)};
+}
+
+std::optional<Span> trailing_expression(const std::string& code) {
+    const Masked masked = mask(code);
+    if (masked.open_comment || masked.open_literal) return std::nullopt;
+    const std::string& text = masked.text;
+    std::size_t tail = 0;
+    int depth = 0;
+    std::vector<bool> block_stack;  // for each open '{' at depth 0..: does it open a block?
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '(' || c == '[') {
+            ++depth;
+        } else if (c == ')' || c == ']') {
+            if (--depth < 0) return std::nullopt;
+        } else if (c == '{') {
+            block_stack.push_back(depth == 0 && opens_block(text, i));
+            ++depth;
+        } else if (c == '}') {
+            if (--depth < 0 || block_stack.empty()) return std::nullopt;
+            const bool block = block_stack.back();
+            block_stack.pop_back();
+            if (depth == 0 && block) tail = i + 1;
+        } else if (c == ';' && depth == 0) {
+            tail = i + 1;
+        }
+    }
+    if (depth != 0) return std::nullopt;
+    for (const Masked::Range& directive : masked.directives) tail = std::max(tail, directive.end);
+    const std::size_t begin = text.find_first_not_of(" \t\r\n", tail);
+    if (begin == std::string::npos) return std::nullopt;
+    const std::size_t end = text.find_last_not_of(" \t\r\n") + 1;
+    if (starts_with_statement_keyword(text.substr(begin, end - begin))) return std::nullopt;
+    return Span{begin, end};
+}
+
+std::vector<bool> top_level_line_starts(const std::string& code) {
+    const Masked masked = mask(code);
+    const std::string& text = masked.text;
+    std::vector<bool> starts;
+    int depth = 0;
+    char last = ';';  // the last significant character: nothing yet counts as after a ';'
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        std::size_t end = text.find('\n', begin);
+        if (end == std::string::npos) end = text.size();
+        const bool start = depth == 0 && (last == ';' || last == '}' || last == '{');
+        starts.push_back(start);
+        const std::size_t first = text.find_first_not_of(" \t\r", begin);
+        if (start && first < end && (text[first] == '%' || text[first] == '!')) {
+            last = ';';  // a magic line is a statement of its own, whatever it holds
+        } else {
+            for (std::size_t i = begin; i < end; ++i) {
+                const char c = text[i];
+                if (c == '(' || c == '[' || c == '{') ++depth;
+                if (c == ')' || c == ']' || c == '}') --depth;
+                if (!std::isspace(static_cast<unsigned char>(c))) last = c;
+            }
+        }
+        begin = end + 1;
+    }
+    return starts;
+}
+
+std::string completeness(const std::string& code) {
+    const Masked masked = mask(code);
+    int depth = 0;
+    for (const char c : masked.text) {
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        if ((c == ')' || c == ']' || c == '}') && --depth < 0) return "invalid";
+    }
+    if (masked.open_literal) return "invalid";
+    const std::size_t last = code.find_last_not_of(" \t\r\n");
+    const bool continued = last != std::string::npos && code[last] == '\\';
+    return depth > 0 || masked.open_comment || continued ? "incomplete" : "complete";
+}
+
+}  // namespace mpify_kernel

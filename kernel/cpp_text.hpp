@@ -1,0 +1,43 @@
+#pragma once
+// C++ source read as text, before clang sees it: where a cell's leading #include block
+// ends, whether it ends in an expression whose value the notebook should show, whether
+// its brackets are balanced. Comments, string and character literals (raw strings
+// included) are skipped, so a bracket or a ';' inside them counts for nothing.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify_kernel {
+
+/// A cell cut in two: its leading preprocessor lines (with the comments and blank lines
+/// among them), and the rest with those lines left blank, so that clang's line numbers
+/// in the rest stay the cell's.
+struct LeadingDirectives {
+    std::string directives;  ///< empty when the cell does not start with an #include
+    std::string rest;
+};
+
+/// Splits off the block of preprocessor lines the cell starts with, when it holds an
+/// #include. (Those run as a step of their own, as in xeus-cling: a header is parsed once,
+/// in the session, and not again by the pre-check of the cell's code.)
+LeadingDirectives split_leading_directives(const std::string& code);
+
+/// Where the cell's last statement is an expression without its ';' (a notebook shows
+/// that value): [begin, end) of the expression in `code`. None when the cell ends with
+/// ';', with a block, or with a statement that is no expression (`return`, `if`, ...).
+struct Span {
+    std::size_t begin = 0, end = 0;
+};
+std::optional<Span> trailing_expression(const std::string& code);
+
+/// For each line of `code`: true when a statement starts there at top level (outside
+/// any bracket, comment or literal, after a ';', a block or nothing at all).
+std::vector<bool> top_level_line_starts(const std::string& code);
+
+/// Jupyter's is_complete answer for `code`: "complete", "incomplete" (an open bracket,
+/// or comment, or a trailing backslash: the front end continues the cell) or "invalid"
+/// (a closing bracket without its opening one, a string literal left open).
+std::string completeness(const std::string& code);
+
+}  // namespace mpify_kernel
