@@ -164,6 +164,7 @@ struct CppEngine::State {
     std::string history;                     // every cell that compiled, for completion
     std::unique_ptr<clang::Interpreter> interpreter;
     bool value_header_included = false;
+    unsigned statements = 0;  // functions made of top-level statements with lambdas
     // Clang's diagnostics land here instead of on stderr: they become the error reply.
     std::string diagnostics;
     std::unique_ptr<llvm::raw_string_ostream> diagnostics_stream;
@@ -375,17 +376,18 @@ Outcome CppEngine::run(const std::string& code) {
     const std::string& rest = parts.directives.empty() ? code : parts.rest;
     if (rest.find_first_not_of(" \t\r\n") == std::string::npos) return outcome;
 
-    std::string chosen = rest;
+    // Statements with lambdas go into functions of their own (cpp_text.hpp says why).
+    auto prepared = [&](const std::string& text) { return wrap_statements_with_lambdas(text, state_->statements); };
+    std::string chosen = prepared(rest);
     if (const auto expression = trailing_expression(rest)) {
         // The value, if the expression has one (a declaration without ';', `int x = 3`,
         // does not: then the cell runs as written, with its ';').
-        Outcome ignored;
-        const std::string shown = with_value_shown(rest, *expression);
+        const std::string shown = prepared(with_value_shown(rest, *expression));
         if (!state_->ensure_value_header(outcome)) return outcome;
         Outcome value_check;
         if (state_->checked_in_child(shown, value_check)) return state_->parse_and_execute(shown);
         if (value_check.kind == Outcome::Kind::interrupted) return value_check;
-        chosen = with_semicolon(rest, *expression);
+        chosen = prepared(with_semicolon(rest, *expression));
     }
     if (!state_->checked_in_child(chosen, outcome)) return outcome;
     return state_->parse_and_execute(chosen);

@@ -215,7 +215,22 @@ nl::json CppKernel::run_code(const Cell& cell) {
 }
 
 nl::json CppKernel::run_rank_library(const Cell& cell) {
-    // 1. The cell's #include block, in the session: the declarations below need it.
+    // 1. The cell's macros (-DNAME=VALUE after the magic) and #include block, in the
+    //    session: the declarations below need them.
+    std::string macros;
+    for (const std::string& flag : cell.rank_flags) {
+        if (flag.rfind("-D", 0) == 0 && flag.size() > 2) {
+            const std::size_t equals = flag.find('=');
+            macros += "#define " + flag.substr(2, equals == std::string::npos ? std::string::npos : equals - 2) + " " +
+                      (equals == std::string::npos ? "1" : flag.substr(equals + 1)) + "\n";
+        } else if (flag.rfind("-U", 0) == 0 && flag.size() > 2) {
+            macros += "#undef " + flag.substr(2) + "\n";
+        }
+    }
+    if (!macros.empty()) {
+        const Outcome defined = engine_->run_trusted(macros);
+        if (defined.kind != Outcome::Kind::ok) return reply_for(defined);
+    }
     const LeadingDirectives parts = split_leading_directives(cell.code);
     if (!parts.directives.empty()) {
         const Outcome included = engine_->run(parts.directives);

@@ -190,38 +190,160 @@ LeadingDirectives split_leading_directives(const std::string& code) {
     return {code.substr(0, block_end), std::string(lines, '\n') + code.substr(block_end)};
 }
 
-std::optional<Span> trailing_expression(const std::string& code) {
-    const Masked masked = mask(code);
-    if (masked.open_comment || masked.open_literal) return std::nullopt;
+namespace {
+
+// The top-level statements and declarations of masked text, in order: each ends after a
+// ';' at depth 0, a '}' closing a block at depth 0, or a preprocessor line; the last one
+// may run to the end without any of these (`open_end`). No pieces when the brackets do
+// not balance.
+struct Pieces {
+    std::vector<Span> spans;
+    bool open_end = false;  // the last piece is what follows the last ';', block or directive
+};
+
+Pieces top_level_pieces(const Masked& masked) {
     const std::string& text = masked.text;
-    std::size_t tail = 0;
+    std::vector<std::size_t> ends;
     int depth = 0;
-    std::vector<bool> block_stack;  // for each open '{' at depth 0..: does it open a block?
+    std::vector<bool> block_stack;  // for each open '{': does it open a block at depth 0?
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (c == '(' || c == '[') {
             ++depth;
         } else if (c == ')' || c == ']') {
-            if (--depth < 0) return std::nullopt;
+            if (--depth < 0) return {};
         } else if (c == '{') {
             block_stack.push_back(depth == 0 && opens_block(text, i));
             ++depth;
         } else if (c == '}') {
-            if (--depth < 0 || block_stack.empty()) return std::nullopt;
+            if (--depth < 0 || block_stack.empty()) return {};
             const bool block = block_stack.back();
             block_stack.pop_back();
-            if (depth == 0 && block) tail = i + 1;
+            if (depth == 0 && block) ends.push_back(i + 1);
         } else if (c == ';' && depth == 0) {
-            tail = i + 1;
+            ends.push_back(i + 1);
         }
     }
-    if (depth != 0) return std::nullopt;
-    for (const Masked::Range& directive : masked.directives) tail = std::max(tail, directive.end);
-    const std::size_t begin = text.find_first_not_of(" \t\r\n", tail);
-    if (begin == std::string::npos) return std::nullopt;
-    const std::size_t end = text.find_last_not_of(" \t\r\n") + 1;
-    if (starts_with_statement_keyword(text.substr(begin, end - begin))) return std::nullopt;
-    return Span{begin, end};
+    if (depth != 0) return {};
+    for (const Masked::Range& directive : masked.directives) ends.push_back(directive.end);
+    std::sort(ends.begin(), ends.end());
+    Pieces pieces;
+    std::size_t begin = 0;
+    for (const std::size_t end : ends) {
+        if (end > begin) pieces.spans.push_back({begin, end});
+        begin = std::max(begin, end);
+    }
+    if (begin < text.size()) {
+        pieces.spans.push_back({begin, text.size()});
+        pieces.open_end = true;
+    }
+    return pieces;
+}
+
+// `piece` without the white space around it (masked: comments count as white space).
+Span trimmed(const std::string& text, Span piece) {
+    const std::size_t begin = text.find_first_not_of(" \t\r\n", piece.begin);
+    if (begin == std::string::npos || begin >= piece.end) return {piece.end, piece.end};
+    std::size_t end = piece.end;
+    while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+    return {begin, end};
+}
+
+// True when the piece is a statement (an expression, a call, a loop), not a declaration:
+// it starts with a statement keyword, an operator, or a (qualified, templated) name that
+// no second name follows (`std::sort(...)`, not `std::vector<int> v`).
+bool is_statement(const std::string& text, Span piece) {
+    std::size_t i = piece.begin;
+    auto skip_space = [&] {
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    };
+    auto read_word = [&] {
+        const std::size_t from = i;
+        while (i < piece.end && is_identifier_char(text[i])) ++i;
+        return text.substr(from, i - from);
+    };
+    skip_space();
+    if (i >= piece.end) return false;
+    if (!is_identifier_char(text[i]) && text[i] != ':') return text[i] != '#';  // ++x, *p = 1, (void)f()
+    static const std::array<const char*, 9> statement_words = {"for", "while", "do", "if", "switch",
+                                                               "return", "throw", "try", "delete"};
+    std::string word = read_word();
+    if (std::find(statement_words.begin(), statement_words.end(), word) != statement_words.end()) return true;
+    // A (qualified, templated) name: ns::name<args>::more...
+    while (true) {
+        skip_space();
+        if (i < piece.end && text[i] == '<') {  // template arguments, balanced
+            int angles = 0;
+            for (; i < piece.end; ++i) {
+                if (text[i] == '<') ++angles;
+                if (text[i] == '>' && --angles == 0) {
+                    ++i;
+                    break;
+                }
+                if (text[i] == ';' || text[i] == '{') return false;
+            }
+            skip_space();
+        }
+        if (i + 1 < piece.end && text[i] == ':' && text[i + 1] == ':') {
+            i += 2;
+            skip_space();
+            word = read_word();
+            continue;
+        }
+        break;
+    }
+    while (i < piece.end && (text[i] == '*' || text[i] == '&' || std::isspace(static_cast<unsigned char>(text[i])))) ++i;
+    // A second name: a declaration (`Type name`), unless the first was a keyword-like type.
+    return !(i < piece.end && is_identifier_char(text[i]));
+}
+
+// True when the piece holds a lambda: a '[' that does not index (what precedes it is
+// not a name, a ')' or a ']').
+bool holds_lambda(const std::string& text, Span piece) {
+    for (std::size_t i = piece.begin; i < piece.end; ++i) {
+        if (text[i] != '[') continue;
+        std::size_t before = i;
+        while (before > piece.begin && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
+        if (before == piece.begin) return true;
+        const char previous = text[before - 1];
+        if (!is_identifier_char(previous) && previous != ')' && previous != ']' && previous != '"' &&
+            previous != '\'')
+            return true;
+        if (is_identifier_char(previous) && word_before(text, before) == "return") return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::optional<Span> trailing_expression(const std::string& code) {
+    const Masked masked = mask(code);
+    if (masked.open_comment || masked.open_literal) return std::nullopt;
+    const Pieces pieces = top_level_pieces(masked);
+    if (pieces.spans.empty() || !pieces.open_end) return std::nullopt;
+    const Span last = trimmed(masked.text, pieces.spans.back());
+    if (last.begin == last.end) return std::nullopt;
+    if (starts_with_statement_keyword(masked.text.substr(last.begin, last.end - last.begin))) return std::nullopt;
+    return last;
+}
+
+std::string wrap_statements_with_lambdas(const std::string& code, unsigned& counter) {
+    const Masked masked = mask(code);
+    if (masked.open_comment || masked.open_literal) return code;
+    std::string out = code;
+    const std::vector<Span> pieces = top_level_pieces(masked).spans;
+    for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {  // from the end: offsets stay right
+        const Span statement = trimmed(masked.text, *piece);
+        if (statement.begin == statement.end || !is_statement(masked.text, statement) ||
+            !holds_lambda(masked.text, statement))
+            continue;
+        const std::string name = "__mpify_statement_" + std::to_string(++counter);
+        std::string body = code.substr(statement.begin, statement.end - statement.begin);
+        if (masked.text[statement.end - 1] != ';' && masked.text[statement.end - 1] != '}') body += ';';
+        out.replace(statement.begin, statement.end - statement.begin,
+                    "void " + name + "() { " + body + " } " + name + "();");
+    }
+    return out;
 }
 
 std::vector<bool> top_level_line_starts(const std::string& code) {

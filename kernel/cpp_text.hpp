@@ -31,6 +31,15 @@ struct Span {
 };
 std::optional<Span> trailing_expression(const std::string& code);
 
+/// Moves each top-level statement that holds a lambda into a function of its own, called
+/// in its place: `std::sort(v.begin(), v.end(), [](int a, int b) { ... });` becomes
+/// `void __mpify_statement_N() { std::sort(...); } __mpify_statement_N();`, on the same
+/// lines. clang 19 crashes, at random, naming a lambda whose context is a top-level
+/// statement (its mangler takes the statement for a named declaration; fixed upstream in
+/// 2026); inside a function the lambda is named as in any program. `counter` makes the
+/// names unique in the session.
+std::string wrap_statements_with_lambdas(const std::string& code, unsigned& counter);
+
 /// For each line of `code`: true when a statement starts there at top level (outside
 /// any bracket, comment or literal, after a ';', a block or nothing at all).
 std::vector<bool> top_level_line_starts(const std::string& code);

@@ -67,12 +67,16 @@ bool safe_to_leave(std::uintptr_t pc) {
     return false;
 }
 
+// Inside an mpify call the call itself ends the cell (it throws mpify::Interrupted once
+// its workers are stopped); a libmpify too old to say is taken to be in one.
+bool inside_mpify_call() {
+    const MpifyCallsRunning running = mpify_calls_running.load();
+    return running != nullptr ? running() > 0 : mpify_interrupt.load() != nullptr;
+}
+
 void leave_cell_if_safe(void* context) {
     if (!guarded_active.load() || !pthread_equal(pthread_self(), cell_thread)) return;
-    // Inside an mpify call the call itself ends the cell (it throws mpify::Interrupted once
-    // its workers are stopped); a libmpify too old to say is taken to be in one.
-    const MpifyCallsRunning running = mpify_calls_running.load();
-    if (running != nullptr ? running() > 0 : mpify_interrupt.load() != nullptr) return;
+    if (inside_mpify_call()) return;
     if (!safe_to_leave(interrupted_pc(context))) return;
     caught_signal.store(SIGINT);
     siglongjmp(guarded_return, 1);
@@ -116,7 +120,9 @@ void sample_until_left() {
         while (::sem_wait(&sampler_wakeup) != 0) {
         }
         while (interrupted.load() && guarded_active.load()) {
-            ::pthread_kill(cell_thread, sample_signal());
+            // Not while an mpify call runs: it ends the cell itself, and a signal every
+            // 20 ms would only cut its waits (and its libraries') short with EINTR.
+            if (!inside_mpify_call()) ::pthread_kill(cell_thread, sample_signal());
             const timespec pause{0, 20 * 1000 * 1000};
             ::nanosleep(&pause, nullptr);
         }

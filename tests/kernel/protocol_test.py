@@ -1,132 +1,14 @@
 #!/usr/bin/env python3
-"""mpify-kernel through the real Jupyter protocol (Debian's python3-jupyter-client).
+"""mpify-kernel through the real Jupyter protocol: cells, requests, interrupts, restart.
 
   protocol_test.py --jupyter-path BUILD/share/jupyter --include-dir SRC/include
                    --lib-dir BUILD/bin [unittest options]
-
-The kernel is started from its kernelspec, as Jupyter starts it. Run with /usr/bin/python3
-(Debian's Jupyter modules).
 """
-import argparse
 import os
-import queue
-import shutil
-import sys
-import tempfile
 import time
-import unittest
 
-from jupyter_client.manager import KernelManager
-
-ARGS = None
-# A 1x1 grayscale PNG, base64 (what a display bundle carries for image/png).
-ONE_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
-
-
-def children_of(pid):
-    """The pids whose parent is `pid` (from /proc)."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/{}/stat".format(entry)) as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(entry))
-    return found
-
-
-class Kernel:
-    """One kernel process and a client, with helpers that collect a cell's messages."""
-
-    def __init__(self, workdir):
-        self.manager = KernelManager(kernel_name="mpify-cpp17")
-        self.manager.start_kernel(cwd=workdir)
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
-
-    def close(self):
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=False)
-
-    @property
-    def pid(self):
-        return self.manager.provisioner.pid if hasattr(self.manager, "provisioner") else self.manager.kernel.pid
-
-    def start(self, code):
-        return self.client.execute(code)
-
-    def collect(self, msg_id, timeout=120, until=None):
-        """iopub messages of request msg_id, each as (arrival time, type, content), up to
-        the idle status (or until `until(message list)` is true); then the reply."""
-        messages, deadline = [], time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError("no idle status within {} s; got {}".format(timeout, messages))
-            try:
-                message = self.client.get_iopub_msg(timeout=left)
-            except queue.Empty:
-                continue
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append((time.monotonic(), message["msg_type"], message["content"]))
-            if until is not None and until(messages):
-                return messages, None
-            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-                if until is not None:
-                    raise AssertionError("the cell ended before what was awaited: {}".format(messages))
-                break
-        return messages, self.reply(msg_id, timeout)
-
-    def reply(self, msg_id, timeout=60):
-        while True:
-            reply = self.client.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"]
-
-    def run(self, code, timeout=120):
-        return self.collect(self.start(code), timeout)
-
-    def request(self, send):
-        msg_id = send()
-        return self.reply(msg_id)
-
-
-def stream_text(messages, name=None):
-    return "".join(c["text"] for _, t, c in messages if t == "stream" and (name is None or c["name"] == name))
-
-
-def errors(messages):
-    return [c for _, t, c in messages if t == "error"]
-
-
-class KernelTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.workdir = tempfile.mkdtemp(prefix="mpify-kernel-test-")
-        cls.kernel = Kernel(cls.workdir)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.kernel.close()
-        shutil.rmtree(cls.workdir, ignore_errors=True)  # what cells wrote (%%file)
-
-    def assert_ok(self, code, timeout=120):
-        messages, reply = self.kernel.run(code, timeout)
-        self.assertEqual(reply["status"], "ok", "cell failed: {} {}".format(reply, errors(messages)))
-        self.assertEqual(errors(messages), [])
-        return messages
-
-    def assert_error(self, code, timeout=120):
-        messages, reply = self.kernel.run(code, timeout)
-        self.assertEqual(reply["status"], "error", "cell should have failed: {}".format(messages))
-        self.assertEqual(len(errors(messages)), 1)
-        return errors(messages)[0], messages
+import kernel_client
+from kernel_client import KernelTest, ONE_PIXEL_PNG, children_of, errors, stream_text
 
 
 class Cells(KernelTest):
@@ -173,9 +55,9 @@ class Cells(KernelTest):
 
     def test_loading_a_missing_library_names_it_and_the_folders_searched(self):
         error, _ = self.assert_error('#pragma cling add_library_path("{}")\n#pragma cling load("libno_such_lib")'
-                                     .format(ARGS.lib_dir))
+                                     .format(kernel_client.ARGS.lib_dir))
         self.assertIn("libno_such_lib", error["evalue"])
-        self.assertIn(os.path.realpath(ARGS.lib_dir), error["evalue"])
+        self.assertIn(os.path.realpath(kernel_client.ARGS.lib_dir), error["evalue"])
 
     def test_unknown_cling_pragma_is_an_error(self):
         error, _ = self.assert_error('#pragma cling optimize(2)')
@@ -225,7 +107,7 @@ class Requests(KernelTest):
 
     def test_completion_offers_namespace_members_and_names(self):
         self.assert_ok('#pragma cling add_include_path("{}")\n#include <mpify/mpify.hpp>\nint my_counter = 0;'
-                       .format(ARGS.include_dir))
+                       .format(kernel_client.ARGS.include_dir))
         code = "auto r = mpify::ra"
         reply = self.kernel.request(lambda: self.kernel.client.complete(code, len(code)))
         self.assertIn("ranch", reply["matches"])
@@ -243,7 +125,7 @@ class Interrupts(KernelTest):
         messages, reply = cls.kernel.run(
             '#pragma cling add_include_path("{include}")\n'
             '#pragma cling add_library_path("{lib}")\n'
-            '#pragma cling load("libmpify_kernel_test_functions")\n'.format(include=ARGS.include_dir, lib=ARGS.lib_dir))
+            '#pragma cling load("libmpify_kernel_test_functions")\n'.format(include=kernel_client.ARGS.include_dir, lib=kernel_client.ARGS.lib_dir))
         assert reply["status"] == "ok", messages
         messages, reply = cls.kernel.run(
             '#include <mpify/mpify.hpp>\n#include <mpify/ddp_guard.hpp>\n#include <cstdio>\n'
@@ -295,11 +177,4 @@ class Restart(KernelTest):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jupyter-path", required=True)
-    parser.add_argument("--include-dir", required=True)
-    parser.add_argument("--lib-dir", required=True)
-    ARGS, rest = parser.parse_known_args()
-    ARGS.include_dir, ARGS.lib_dir = os.path.abspath(ARGS.include_dir), os.path.abspath(ARGS.lib_dir)
-    os.environ["JUPYTER_PATH"] = ARGS.jupyter_path
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    kernel_client.main()

@@ -160,21 +160,13 @@ std::string text(const T& value) {
     } else if constexpr (is_map_entry<U>::value && is_map<U>::value == false && !is_range<U>::value) {
         return "{ " + text(value.first) + ", " + text(value.second) + " }";
     } else if constexpr (is_map<U>::value) {
-        std::string out = "{ ";
-        bool first = true;
-        for (const auto& [key, mapped] : value) {
-            out += (first ? "" : ", ") + text(key) + " => " + text(mapped);
-            first = false;
-        }
-        return out + (first ? "}" : " }");
+        std::string out;
+        for (const auto& [key, mapped] : value) out += (out.empty() ? "{ " : ", ") + text(key) + " => " + text(mapped);
+        return out.empty() ? "{}" : out + " }";
     } else if constexpr (is_range<U>::value) {
-        std::string out = "{ ";
-        bool first = true;
-        for (const auto& element : value) {
-            out += (first ? "" : ", ") + text(element);
-            first = false;
-        }
-        return out + (first ? "}" : " }");
+        std::string out;
+        for (const auto& element : value) out += (out.empty() ? "{ " : ", ") + text(element);
+        return out.empty() ? "{}" : out + " }";
     } else if constexpr (is_pair_like<U>::value) {
         return tuple_text(value, std::make_index_sequence<std::tuple_size<U>::value>{});
     } else if constexpr (is_streamable<U>::value) {
