@@ -73,13 +73,31 @@ TEST_CASE("plot_losses draws every batch's loss and every epoch's validation los
     CHECK(count(svg, "<circle") == 2 + 1);    // one per epoch, and the legend's
 }
 
-TEST_CASE("show_results captions each image with the answer, green when right and red when wrong", "[visuals]") {
+TEST_CASE("plot_losses puts its ticks on round numbers and names both axes", "[visuals]") {
+    History history;
+    history.world_size = 1;
+    history.epochs = {{1, 20, 2.3, 1.9, {}, 1.0}, {2, 20, 1.1, 1.0, {}, 1.0}};
+    history.batch_losses.assign(40, 1.0);
+    history.batch_losses.front() = 2.31;  // the highest loss: the axis rounds up to 2.5
+    const std::string svg = plot_losses(history).text;
+    // Loss axis: 0, 0.5, ... 2.5 (not 2.31 * 1.1 / 4 steps: 0.63, 1.27, ...).
+    for (const char* label : {">0.0</text>", ">0.5</text>", ">1.0</text>", ">1.5</text>", ">2.0</text>", ">2.5</text>"})
+        CHECK_THAT(svg, Contains(label));
+    CHECK_THAT(svg, !Contains(">0.64</text>") && !Contains(">1.27</text>"));
+    // Batch axis: 0, 10, 20, 30, 40, not only the two epoch ends.
+    for (const char* label : {">0</text>", ">10</text>", ">20</text>", ">30</text>", ">40</text>"})
+        CHECK_THAT(svg, Contains(label));
+    CHECK_THAT(svg, Contains(">batches trained</text>") && Contains(">loss</text>"));
+}
+
+TEST_CASE("show_results captions each image with the truth and the answer, green when right and red when wrong", "[visuals]") {
     const Image pixel{1, 1, {255}};
     const std::string svg = show_results({{pixel, "Bag", "Bag"}, {pixel, "Coat", "Shirt"}, {pixel, "A & B", "A & B"}}).text;
     CHECK(count(svg, "<image") == 3);
-    CHECK_THAT(svg, Contains(">Bag / Bag</text>"));
-    CHECK_THAT(svg, Contains("fill=\"#cf222e\">Shirt / Coat</text>"));
-    CHECK_THAT(svg, Contains("A &amp; B / A &amp; B"));  // escaped
+    // "truth → predicted", as the notebooks print predictions.
+    CHECK_THAT(svg, Contains(">Bag \u2192 Bag</text>"));
+    CHECK_THAT(svg, Contains("fill=\"#cf222e\">Coat \u2192 Shirt</text>"));
+    CHECK_THAT(svg, Contains("A &amp; B \u2192 A &amp; B"));  // escaped
     CHECK_THAT(show_batch({}).text, Contains("(no images)"));
 }
 

@@ -29,6 +29,26 @@ std::string number(double value, const char* format = "%.4g") {
     return text;
 }
 
+// Axis ticks on round numbers: a step of 1, 2 or 5 times a power of ten that cuts
+// [0, top] into at most `most` parts, and the top rounded up to a whole step.
+struct Ticks {
+    double step = 1, top = 1;
+    int decimals = 0;  // enough to tell the labels apart, no more
+};
+
+Ticks round_ticks(double top, int most) {
+    if (!(top > 0) || !std::isfinite(top)) top = 1;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(top / most)));
+    Ticks ticks;
+    for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+        ticks.step = factor * magnitude;
+        if (top / ticks.step <= most) break;
+    }
+    ticks.top = std::ceil(top / ticks.step - 1e-9) * ticks.step;
+    ticks.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(ticks.step) + 1e-9)));
+    return ticks;
+}
+
 std::string svg_open(int width, int height) {
     return "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" +
            std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
@@ -48,7 +68,7 @@ Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_p
     columns = std::max(1, std::min<int>(columns, static_cast<int>(images.size())));
     const int scale = 3, gap = 8, caption = 18;
     auto caption_of = [&](const LabeledImage& item) {
-        return with_predictions ? item.predicted + " / " + item.label : item.label;
+        return with_predictions ? item.label + " \u2192 " + item.predicted : item.label;
     };
     int tile_width = 0, tile_height = 0;
     for (const LabeledImage& item : images) {
@@ -103,26 +123,38 @@ Svg plot_losses(const History& history) {
         }
         valid.emplace_back(batches_done, epoch.valid_loss);
     }
-    double x_max = std::max(1.0, batches_done), y_max = 0;
+    double y_highest = 0;
     for (const auto& points : {train, valid})
         for (const auto& [x, y] : points)
-            if (std::isfinite(y)) y_max = std::max(y_max, y);
-    y_max = y_max > 0 ? y_max * 1.1 : 1.0;
+            if (std::isfinite(y)) y_highest = std::max(y_highest, y);
+    const Ticks y_ticks = round_ticks(y_highest, 5), x_ticks = round_ticks(std::max(1.0, batches_done), 6);
+    const double x_max = x_ticks.top, y_max = y_ticks.top;
     auto px = [&](double x) { return left + x / x_max * plot_width; };
     auto py = [&](double y) { return top + plot_height - std::clamp(y, 0.0, y_max) / y_max * plot_height; };
+    auto line = [&](double x1, double y1, double x2, double y2, const char* style) {
+        return "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) + "\" y2=\"" +
+               number(y2) + "\" " + style + "/>\n";
+    };
 
     std::string svg = svg_open(width, height);
     svg += text_at(width / 2.0, 18, "losses (" + std::to_string(history.world_size) + " process" +
                                         (history.world_size == 1 ? ")" : "es)"));
-    for (int i = 0; i <= 4; ++i) {  // horizontal grid and the loss axis
-        const double y = y_max * i / 4;
-        svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_width) + "\" y1=\"" + number(py(y)) +
-               "\" y2=\"" + number(py(y)) + "\" stroke=\"#ddd\"/>\n";
-        svg += text_at(left - 6, py(y) + 4, number(y, "%.2f"), "end");
+    const std::string y_format = "%." + std::to_string(y_ticks.decimals) + "f";
+    for (int i = 0; i * y_ticks.step <= y_max + y_ticks.step / 2; ++i) {  // grid and labels of the loss axis
+        const double y = i * y_ticks.step;
+        svg += line(left, py(y), left + plot_width, py(y), "stroke=\"#ddd\"");
+        svg += text_at(left - 6, py(y) + 4, number(y, y_format.c_str()), "end");
     }
-    for (const auto& [x, y] : valid)  // epoch boundaries on the batch axis
+    for (int i = 0; i * x_ticks.step <= x_max + x_ticks.step / 2; ++i) {  // ticks of the batch axis
+        const double x = i * x_ticks.step;
+        svg += line(px(x), top + plot_height, px(x), top + plot_height + 4, "stroke=\"#888\"");
         svg += text_at(px(x), top + plot_height + 16, number(x, "%.0f"));
+    }
+    for (const auto& [x, y] : valid)  // epoch boundaries, dotted
+        svg += line(px(x), top, px(x), top + plot_height, "stroke=\"#bbb\" stroke-dasharray=\"3,3\"");
     svg += text_at(left + plot_width / 2, height - 8, "batches trained");
+    svg += "<text x=\"14\" y=\"" + number(top + plot_height / 2) + "\" text-anchor=\"middle\" fill=\"#333\" " +
+           "transform=\"rotate(-90 14 " + number(top + plot_height / 2) + ")\">loss</text>\n";
     svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) +
            "\" height=\"" + number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
     auto polyline = [&](const std::vector<std::pair<double, double>>& points, const char* color, bool dots) {

@@ -28,7 +28,7 @@ Svg plot_losses(const History& history);
 /// Images in a grid of `columns`, each captioned with its label.
 Svg show_batch(const std::vector<LabeledImage>& images, int columns = 6);
 
-/// Images in a grid of `columns`, each captioned "predicted / truth", green when the
+/// Images in a grid of `columns`, each captioned "truth → predicted", green when the
 /// model was right and red when it was not.
 Svg show_results(const std::vector<LabeledImage>& images, int columns = 4);
 
