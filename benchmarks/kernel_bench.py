@@ -7,7 +7,11 @@
 - ranch(4, noop) from a kernel cell, after a first call, against the same call from a
   compiled program (mpify_bench_compiled_ranch), both timed in-process (median);
 - a cell printing 10 000 lines: all delivered, in order, and how fast (lines/s between
-  the cell's start and its last output message).
+  the cell's start and its last output message);
+- what the pre-check of each cell in a forked child costs: the same cells in a kernel
+  with it and in one without (MPIFY_KERNEL_PRECHECK=off), side by side: a small cell, a
+  small cell ending in a value, a cell that includes <torch/torch.h> and uses it, and a
+  small cell once LibTorch is in the session (the fork of a large process).
 """
 import argparse
 import os
@@ -40,10 +44,10 @@ def text_of(messages):
     return "".join(c["text"] for _, t, c in messages if t == "stream")
 
 
-def start_kernel():
+def start_kernel(env=None):
     manager = KernelManager(kernel_name="mpify-cpp17")
     started = time.monotonic()
-    manager.start_kernel()
+    manager.start_kernel(env=env) if env else manager.start_kernel()
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=60)
@@ -56,10 +60,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--only-precheck", action="store_true", help="only the pre-check's costs")
     args = parser.parse_args()
     build = args.build_dir.resolve()
     os.environ["JUPYTER_PATH"] = str(build / "share" / "jupyter")
     include = Path(__file__).resolve().parent.parent / "include"
+    if args.only_precheck:
+        precheck_costs(args.rounds)
+        return
 
     starts = []
     for _ in range(5):
@@ -106,6 +114,45 @@ def main():
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+    precheck_costs(args.rounds)
+
+
+def cell_seconds(client, code):
+    """From the cell's execute_input to its idle status."""
+    messages = run_cell(client, code)
+    errors = [c for _, t, c in messages if t == "error"]
+    if errors:
+        raise RuntimeError("the cell failed: {}".format(errors))
+    busy = next(at for at, t, c in messages if t == "execute_input")
+    return messages[-1][0] - busy
+
+
+def precheck_costs(rounds):
+    """The same cells, alternately in a kernel with the pre-check and in one without."""
+    kernels = {}
+    for name, env in (("with", None), ("without", dict(os.environ, MPIFY_KERNEL_PRECHECK="off"))):
+        manager, client, _ = start_kernel(env)
+        kernels[name] = (manager, client)
+    try:
+        def compare(label, make_cell, times):
+            seconds = {"with": [], "without": []}
+            for i in range(times):
+                for name in ("with", "without"):
+                    seconds[name].append(cell_seconds(kernels[name][1], make_cell(i)))
+            with_, without = statistics.median(seconds["with"]), statistics.median(seconds["without"])
+            print("{}: {:.3f} s with the pre-check, {:.3f} s without, ratio {:.2f} (median of {})".format(
+                label, with_, without, with_ / without, times))
+
+        compare("small cell", lambda i: "int small_{} = {};".format(i, i), rounds)
+        compare("small cell with a value", lambda i: "small_{} + 1".format(i), rounds)
+        compare("cell with #include <torch/torch.h>",
+                lambda i: "#pragma cling load(\"libtorch_cpu\")\n#pragma cling load(\"libc10\")\n"
+                "#include <torch/torch.h>\nauto ones = torch::ones({2, 2});\nones.sum().item<float>()", 1)
+        compare("small cell, LibTorch in the session", lambda i: "int after_torch_{} = {};".format(i, i), rounds)
+    finally:
+        for manager, client in kernels.values():
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
 
 
 if __name__ == "__main__":

@@ -165,6 +165,12 @@ struct CppEngine::State {
     std::unique_ptr<clang::Interpreter> interpreter;
     bool value_header_included = false;
     unsigned statements = 0;  // functions made of top-level statements with lambdas
+    // MPIFY_KERNEL_PRECHECK=off: no pre-check (to measure what it costs; a bad cell can
+    // then crash the kernel or break the cells after it, as in clang-repl).
+    const bool precheck = [] {
+        const char* setting = std::getenv("MPIFY_KERNEL_PRECHECK");
+        return setting == nullptr || std::strcmp(setting, "off") != 0;
+    }();
     // Clang's diagnostics land here instead of on stderr: they become the error reply.
     std::string diagnostics;
     std::unique_ptr<llvm::raw_string_ostream> diagnostics_stream;
@@ -258,6 +264,7 @@ struct CppEngine::State {
     bool checked_in_child(const std::string& code, Outcome& outcome,
                           const std::function<std::string(clang::PartialTranslationUnit&)>& inspect = {},
                           std::string* inspected = nullptr) {
+        if (!precheck && !inspect) return true;
         const ChildVerdict verdict = check_in_child(
             [&](std::string& text) { return parse_and_check(code, text, inspect); }, &diagnostics);
         switch (verdict.kind) {
