@@ -41,6 +41,8 @@ std::string directory_of(const std::string& path) {
     return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+}  // namespace
+
 std::string find_mpify_worker() {
     if (const char* over = std::getenv("MPIFY_WORKER_PROGRAM"); over && *over) {
         if (::access(over, X_OK) == 0) return over;
@@ -62,8 +64,6 @@ std::string find_mpify_worker() {
         "install mpify completely or set MPIFY_WORKER_PROGRAM to its path", libmpify_path(),
         MPIFY_INSTALL_BINDIR));
 }
-
-}  // namespace
 
 void mark_initialized() noexcept { initialized = true; }
 

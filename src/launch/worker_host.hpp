@@ -22,6 +22,10 @@ struct WorkerHost {
 /// and SpawnError when mpify-worker cannot be found.
 WorkerHost choose_worker_host(const void* address, const std::string& name);
 
+/// The mpify-worker program: $MPIFY_WORKER_PROGRAM, else next to libmpify or in the
+/// installed bin folder. Throws SpawnError naming where it looked.
+std::string find_mpify_worker();
+
 /// Records that mpify::init ran in this process.
 void mark_initialized() noexcept;
 

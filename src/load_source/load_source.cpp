@@ -4,6 +4,7 @@
 #include "common/posix.hpp"
 #include "load_source/build_flags.hpp"
 #include "load_source/loaded_libraries.hpp"
+#include "load_source/startup_trial.hpp"
 
 #include <mpify/load_source.hpp>
 
@@ -248,11 +249,13 @@ std::string compile_and_load(const std::string& path, const SourceOptions& optio
         }
         const fs::path partial_fingerprint = folder / (unique + ".fingerprint");
         std::ofstream(partial_fingerprint) << fingerprint_of_file(partial);
+        detail::forget_library_start(library.string());
         fs::rename(partial_fingerprint, fingerprint_file(library));
         fs::rename(partial, library);
     };
 
     if (!cached_library_intact(library)) compile();
+    detail::check_library_starts(library.string(), source.string());
     if (void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
         detail::remember_loaded_source(handle, library.string());
         return library.string();
@@ -261,6 +264,7 @@ std::string compile_and_load(const std::string& path, const SourceOptions& optio
     // since): compile again, once.
     const std::string first_error = ::dlerror();
     compile();
+    detail::check_library_starts(library.string(), source.string());
     void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (handle == nullptr)
         throw Error(fmt::format("mpify::load_source: compiled {} into {} but cannot load it: {} (before compiling "
