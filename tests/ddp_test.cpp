@@ -128,6 +128,28 @@ TEST_CASE("a DdpGuard outside in_ddp without its environment names the missing v
     CHECK_FALSE(mpify::ddp::active());
 }
 
+TEST_CASE("a rank, group size or port too large for its type is a usage error naming the variable",
+          "[ddp][usage][once]") {
+    struct Case {
+        const char* rank;
+        const char* world_size;
+        const char* port;
+        const char* named;
+    };
+    // 2^32, 2^32 + 1, 2^32 + 29500: cut to int they would be rank 0 of 1, port 29500.
+    for (const Case& c : {Case{"4294967296", "2", "29500", "RANK='4294967296'"},
+                          Case{"0", "4294967297", "29500", "WORLD_SIZE='4294967297'"},
+                          Case{"0", "2", "4295002796", "MASTER_PORT='4295002796'"}}) {
+        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("RANK", c.rank, 1);
+        ::setenv("WORLD_SIZE", c.world_size, 1);
+        ::setenv("MASTER_PORT", c.port, 1);
+        CHECK_THROWS_AS(mpify::DdpGuard(), mpify::UsageError);
+        CHECK_THROWS_WITH(mpify::DdpGuard(), Contains(c.named) && Contains("is not a whole number from"));
+    }
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) ::unsetenv(name);
+}
+
 TEST_CASE("a one-machine group's rendezvous listens on no TCP port unless a port is asked for", "[ddp][security]") {
     // Rank 0 is the caller, which hosts the rendezvous: what it listens on while the
     // group is up. With a port asked for, the store is there, on 127.0.0.1 only ...

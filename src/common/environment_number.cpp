@@ -8,15 +8,17 @@
 
 namespace mpify::detail {
 
-long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who) {
+long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
+                             long long smallest, long long largest) {
     const char* text = std::getenv(name);
     if (text == nullptr || *text == '\0') return fallback;
     char* end = nullptr;
     errno = 0;
     const long long value = std::strtoll(text, &end, 10);
-    if (*end == '\0' && errno == 0) return value;
+    if (*end == '\0' && errno == 0 && value >= smallest && value <= largest) return value;
     if (on_malformed == Malformed::use_fallback) return fallback;
-    throw UsageError(fmt::format("{}: {}='{}' is not a whole number", who, name, text));
+    throw UsageError(fmt::format("{}: {}='{}' is not a whole number from {} to {}; set it right or unset it", who,
+                                 name, text, smallest, largest));
 }
 
 }  // namespace mpify::detail

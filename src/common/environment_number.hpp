@@ -3,14 +3,16 @@
 // value does is chosen per variable, where it is read, and said there.
 namespace mpify::detail {
 
-/// What a variable that is set but is not a whole number (or does not fit) leads to.
+/// What a variable that is set but is not a whole number in its range leads to.
 enum class Malformed {
     use_fallback,  ///< treated as unset: for queries that must not throw
     reject,        ///< a UsageError naming the variable, its value and `who` reads it
 };
 
-/// The whole number in environment variable `name`; `fallback` when it is unset or empty.
-long long environment_number(const char* name, long long fallback, Malformed on_malformed,
-                             const char* who = "mpify");
+/// The whole number in environment variable `name`, from `smallest` to `largest`;
+/// `fallback` when it is unset or empty. A number outside the range is malformed, never
+/// cut to fit (RANK=4294967296 is no rank 0).
+long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
+                             long long smallest, long long largest);
 
 }  // namespace mpify::detail

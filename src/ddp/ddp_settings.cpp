@@ -24,10 +24,13 @@ const char* env(const char* name) {
     return v && *v ? v : nullptr;
 }
 
-// The group's settings must be right or refused: a malformed number is a UsageError.
-long long env_number(const char* name, long long fallback) {
-    return environment_number(name, fallback, Malformed::reject, "mpify::DdpGuard");
+// The group's settings must be right or refused: a malformed number, or one outside
+// [smallest, largest], is a UsageError naming the variable.
+long long env_number(const char* name, long long fallback, long long smallest, long long largest) {
+    return environment_number(name, fallback, Malformed::reject, "mpify::DdpGuard", smallest, largest);
 }
+
+constexpr long long most_ranks = 1000000;  // as DdpOptions::from_environment
 
 Backend parse_backend(const std::string& text) {
     if (text == "gloo") return Backend::gloo;
@@ -110,14 +113,14 @@ DdpSettings settings_from_environment() {
     DdpSettings s;
     s.local_rank = local_rank();
     s.rank = env(base_rank_var) || !env("RANK")
-                 ? static_cast<int>(env_number(base_rank_var, 0)) + s.local_rank
-                 : static_cast<int>(env_number("RANK", 0));
-    s.world_size = static_cast<int>(env_number("WORLD_SIZE", local_world_size()));
+                 ? static_cast<int>(env_number(base_rank_var, 0, 0, most_ranks)) + s.local_rank
+                 : static_cast<int>(env_number("RANK", 0, 0, most_ranks));
+    s.world_size = static_cast<int>(env_number("WORLD_SIZE", local_world_size(), 1, most_ranks));
     s.addr = env("MASTER_ADDR");
-    s.port = unix_store ? 0 : static_cast<int>(env_number("MASTER_PORT", 0));
+    s.port = unix_store ? 0 : static_cast<int>(env_number("MASTER_PORT", 0, 0, 65535));
     s.backend = parse_backend(env(backend_var) ? env(backend_var) : "");
     s.gpus = parse_gpus(env(gpus_var));
-    s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000));
+    s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000, 1, 365LL * 24 * 3600 * 1000));
     s.store = store;
     if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");

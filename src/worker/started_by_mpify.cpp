@@ -16,7 +16,7 @@ namespace mpify::detail {
 int channel_from_environment(const char* variable) {
     const char* text = std::getenv(variable);
     // Malformed reads as -1 here: the message below says what is wrong with it.
-    const long long fd = environment_number(variable, -1, Malformed::use_fallback);
+    const long long fd = environment_number(variable, -1, Malformed::use_fallback, "mpify", 0, INT_MAX);
     const bool number = fd >= 0 && fd <= INT_MAX;
     struct stat info {};
     if (number && ::fstat(static_cast<int>(fd), &info) == 0 && S_ISSOCK(info.st_mode))
