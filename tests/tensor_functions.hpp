@@ -2,10 +2,15 @@
 #include <mpify/mpify.hpp>
 #include <mpify/tensor.hpp>
 
+#include <string>
 #include <vector>
 
 namespace in_library {
 at::Tensor echo_tensor(at::Tensor t);
+/// `t` with one of LibTorch's lazy flags set, as a result: "conj" (t.conj()), "neg"
+/// (t.conj().imag(), a view with the negative bit) or "zero" (an efficient zero tensor
+/// of t's shape, which has no storage).
+at::Tensor lazy_view(at::Tensor t, std::string flag);
 std::vector<at::Tensor> rank_tensors(at::Tensor base);
 
 /// What a worker sees at entry and after computing with an intra-op (OpenMP) pool.

@@ -83,6 +83,33 @@ TEST_CASE("a non-contiguous tensor arrives equal and contiguous", "[types][tenso
     CHECK(at::equal(back, view));
 }
 
+TEST_CASE("tensors with LibTorch's lazy flags arrive with the values they stand for, both ways", "[types][tensor]") {
+    // LibTorch 1.13's lazy flags: conjugate (conj()), negative (the imaginary part of a
+    // conjugate), and zero (an efficient zero tensor: no storage at all).
+    const at::Tensor complex = at::tensor({1.0, 2.0, 3.0, -4.0}, at::kFloat).view(at::kComplexFloat);  // 1+2i, 3-4i
+    const at::Tensor conjugate = complex.conj();
+    const at::Tensor negative = at::imag(conjugate);
+    const at::Tensor zero = at::_efficientzerotensor({3}, at::kFloat);
+    REQUIRE(conjugate.is_conj());
+    REQUIRE(negative.is_neg());
+    REQUIRE(zero._is_zerotensor());
+    for (const at::Tensor& t : {conjugate, negative, zero}) {
+        INFO("sent " << t);
+        const at::Tensor back = mpify::ranch(one_worker(), 1, in_library::echo_tensor, t).front();
+        CHECK_FALSE(back.is_conj());
+        CHECK(at::equal(back, t.resolve_conj().resolve_neg()));
+    }
+    CHECK(at::equal(mpify::ranch(one_worker(), 1, in_library::echo_tensor, zero).front(), at::zeros({3})));
+    for (const char* flag : {"conj", "neg", "zero"}) {
+        INFO("returned with " << flag);
+        const at::Tensor back = mpify::ranch(one_worker(), 1, in_library::lazy_view, complex, std::string(flag)).front();
+        const at::Tensor expected = std::string(flag) == "conj"  ? complex.conj().resolve_conj()
+                                    : std::string(flag) == "neg" ? at::imag(complex.conj()).resolve_neg()
+                                                                 : at::zeros(complex.sizes(), complex.options());
+        CHECK(at::equal(back, expected));
+    }
+}
+
 TEST_CASE("an undefined tensor and requires_grad survive the trip", "[types][tensor]") {
     CHECK_FALSE(mpify::ranch(one_worker(), 1, in_library::echo_tensor, at::Tensor()).front().defined());
     const at::Tensor weights = at::ones({2}).requires_grad_(true);

@@ -19,8 +19,13 @@ TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
     saved.sizes = tensor.sizes().vec();
     saved.requires_grad = tensor.requires_grad();
     // detach: the bytes are what travels, not the autograd graph. to(kCPU) is a no-op
-    // for CPU tensors; contiguous() copies only views that are not dense already.
-    saved.dense = tensor.detach().to(at::kCPU).contiguous();
+    // for CPU tensors. LibTorch's lazy flags say what the bytes stand for without being
+    // in them: a conjugate or negative view (conj(), the imaginary part of a conjugate)
+    // shares its base's bytes, an efficient zero tensor has none; each is made real
+    // here. contiguous() copies only views that are not dense already.
+    at::Tensor values = tensor.detach().to(at::kCPU);
+    if (values._is_zerotensor()) values = at::zeros(values.sizes(), values.options().device(at::kCPU));
+    saved.dense = values.resolve_conj().resolve_neg().contiguous();
     saved.data = saved.dense.data_ptr();
     saved.nbytes = saved.dense.nbytes();
     return saved;
