@@ -43,11 +43,11 @@ struct OutgoingArguments {
 
 OutgoingArguments prepare_arguments(std::string args, std::size_t shared_memory_threshold) {
     OutgoingArguments out;
-    if (!args.empty() && args.size() >= shared_memory_threshold) {
-        out.shared = share_arguments(args);
+    if (!args.empty() && args.size() >= shared_memory_threshold) out.shared = share_arguments(args);
+    if (out.shared) {
         out.shared_size = args.size();
         out.inline_bytes = std::make_shared<const std::string>();
-    } else {
+    } else {  // small, or shared memory cannot hold them here: through the channels
         out.inline_bytes = std::make_shared<const std::string>(std::move(args));
     }
     return out;

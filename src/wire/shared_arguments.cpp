@@ -13,14 +13,24 @@
 #include <fmt/format.h>
 #include <system_error>
 
+#include <sys/resource.h>
+
 namespace mpify::detail {
 
 UniqueFd share_arguments(const std::string& bytes) {
+    rlimit file_size{};
+    if (::getrlimit(RLIMIT_FSIZE, &file_size) == 0 && file_size.rlim_cur != RLIM_INFINITY &&
+        bytes.size() > file_size.rlim_cur)
+        return {};
     UniqueFd fd(::memfd_create("mpify-arguments", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd) throw SpawnError(fmt::format("mpify: cannot create shared memory for the arguments: {}", std::strerror(errno)));
+    if (!fd) {
+        if (errno == ENOSYS || errno == EPERM || errno == EINVAL) return {};
+        throw SpawnError(fmt::format("mpify: cannot create shared memory for the arguments: {}", std::strerror(errno)));
+    }
     try {
         write_all(fd.get(), bytes.data(), bytes.size(), "write");
     } catch (const std::system_error& e) {
+        if (e.code().value() == EFBIG) return {};  // a limit set since the check above
         throw SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}",
                                      bytes.size(), e.code().message()));
     }

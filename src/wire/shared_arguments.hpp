@@ -10,7 +10,10 @@
 
 namespace mpify::detail {
 
-/// A sealed memfd holding `bytes`. Throws SpawnError when memory for it is lacking.
+/// A sealed memfd holding `bytes`; an invalid fd when shared memory cannot hold them in
+/// this process (the channels carry them then): a file size limit (RLIMIT_FSIZE) below
+/// their size, whose SIGXFSZ would kill the caller, or no memfd_create (an old kernel, a
+/// seccomp filter). Throws SpawnError when memory for them is lacking.
 UniqueFd share_arguments(const std::string& bytes);
 
 /// The worker's view of arguments shared this way; unmapped on destruction.
