@@ -20,7 +20,9 @@ class Values(KernelTest):
         self.assert_shows("int answer = 41;\nanswer + 1", "42")
         self.assert_shows("7u * 6", "42")
         self.assert_shows("2.5 * 2", "5.0000000")
-        self.assert_shows("1.5f", "1.500000f")
+        self.assert_shows("1.5f", "1.50000f")
+        self.assert_shows("123.456", "123.45600")
+        self.assert_shows("int* no_pointer = nullptr;\nno_pointer", "nullptr")
         self.assert_shows("3 > 2", "true")
         self.assert_shows("'x'", "'x'")
 

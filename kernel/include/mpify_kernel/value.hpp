@@ -139,10 +139,12 @@ std::string text(const T& value) {
         return quoted(std::string_view(reinterpret_cast<const char*>(&value), 1), '\'');
     } else if constexpr (std::is_integral_v<U>) {
         return std::to_string(value);
-    } else if constexpr (std::is_same_v<U, float>) {
-        return floating_text(value, "%.6ff");
+    } else if constexpr (std::is_same_v<U, float>) {  // as cling prints them: 1.50000f, 3.1400000
+        return floating_text(value, "%#.6g") + "f";
+    } else if constexpr (std::is_same_v<U, double>) {
+        return floating_text(value, "%#.8g");
     } else if constexpr (std::is_floating_point_v<U>) {
-        return floating_text(value, "%.7f");
+        return floating_text(value, "%#.8g") + "L";
     } else if constexpr (std::is_same_v<U, std::nullptr_t>) {
         return "nullptr";
     } else if constexpr (std::is_same_v<U, const char*> || std::is_same_v<U, char*>) {
@@ -151,7 +153,8 @@ std::string text(const T& value) {
         return quoted(std::string_view(value), '"');
     } else if constexpr (std::is_array_v<U> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<U>>, char>) {
         return quoted(value, '"');
-    } else if constexpr (std::is_pointer_v<U> || std::is_member_pointer_v<U>) {
+    } else if constexpr (std::is_pointer_v<U>) {
+        if (value == nullptr) return "nullptr";
         char buffer[32];
         std::snprintf(buffer, sizeof buffer, "%p", reinterpret_cast<const void*>(value));
         return buffer;
