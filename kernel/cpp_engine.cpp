@@ -1,6 +1,7 @@
 #include "cpp_engine.hpp"
 
 #include "cpp_text.hpp"
+#include "definition_shadowing.hpp"
 #include "forked_check.hpp"
 #include "newest_definitions.hpp"
 #include "rank_declarations.hpp"
@@ -165,6 +166,7 @@ struct CppEngine::State {
     std::unique_ptr<clang::Interpreter> interpreter;
     bool value_header_included = false;
     unsigned statements = 0;  // functions made of top-level statements with lambdas
+    unsigned cells = 0;       // cell namespaces (definition_shadowing.hpp)
     // MPIFY_KERNEL_PRECHECK=off: no pre-check (to measure what it costs; a bad cell can
     // then crash the kernel or break the cells after it, as in clang-repl).
     const bool precheck = [] {
@@ -372,32 +374,54 @@ CppEngine::CppEngine(std::vector<std::string> compiler_flags) : state_(std::make
     auto jit = state_->interpreter->getExecutionEngine();
     if (!jit) throw std::runtime_error("cannot start clang's JIT: " + llvm::toString(jit.takeError()));
     install_newest_definitions(*jit);
+    install_definition_shadowing(compiler);
 }
 
 CppEngine::~CppEngine() = default;
 
-Outcome CppEngine::run(const std::string& code) {
+Outcome CppEngine::run(const std::string& code, Definitions definitions) {
     Outcome outcome;
     const LeadingDirectives parts = split_leading_directives(code);
     if (!state_->run_directives(parts.directives, outcome)) return outcome;
     const std::string& rest = parts.directives.empty() ? code : parts.rest;
     if (rest.find_first_not_of(" \t\r\n") == std::string::npos) return outcome;
 
-    // Statements with lambdas go into functions of their own (cpp_text.hpp says why).
-    auto prepared = [&](const std::string& text) { return wrap_statements_with_lambdas(text, state_->statements); };
-    std::string chosen = prepared(rest);
+    // Each version of the cell comes in two: its definitions in the cell's namespace, where
+    // they may replace earlier ones (definition_shadowing.hpp), and, should the namespace
+    // be what fails, as written. Statements with lambdas go into functions of their own in
+    // both (cpp_text.hpp says why).
+    std::vector<std::string> versions;
+    auto add_version = [&](const std::string& text) {
+        const std::string plain = wrap_statements_with_lambdas(text, state_->statements);
+        const std::string shadowing = definitions == Definitions::may_replace_earlier
+                                          ? with_definitions_shadowing(plain, ++state_->cells)
+                                          : plain;
+        versions.push_back(shadowing);
+        if (shadowing != plain) versions.push_back(plain);
+    };
+    std::size_t reported = 0;  // the version whose failure the user sees
     if (const auto expression = trailing_expression(rest)) {
         // The value, if the expression has one (a declaration without ';', `int x = 3`,
         // does not: then the cell runs as written, with its ';').
-        const std::string shown = prepared(with_value_shown(rest, *expression));
         if (!state_->ensure_value_header(outcome)) return outcome;
-        Outcome value_check;
-        if (state_->checked_in_child(shown, value_check)) return state_->parse_and_execute(shown);
-        if (value_check.kind == Outcome::Kind::interrupted) return value_check;
-        chosen = prepared(with_semicolon(rest, *expression));
+        add_version(with_value_shown(rest, *expression));
+        reported = versions.size();
+        add_version(with_semicolon(rest, *expression));
+    } else {
+        add_version(rest);
     }
-    if (!state_->checked_in_child(chosen, outcome)) return outcome;
-    return state_->parse_and_execute(chosen);
+    for (std::size_t i = 0; i < versions.size(); ++i) {
+        Outcome failure;
+        if (state_->checked_in_child(versions[i], failure)) {
+            Outcome ran = state_->parse_and_execute(versions[i]);
+            ran.diagnostics = without_shadowing_text(ran.diagnostics);  // warnings
+            return ran;
+        }
+        if (failure.kind == Outcome::Kind::interrupted) return failure;
+        if (i == reported) outcome = failure;
+    }
+    outcome.diagnostics = without_shadowing_text(outcome.diagnostics);
+    return outcome;
 }
 
 Outcome CppEngine::run_trusted(const std::string& code) { return state_->parse_and_execute(code); }
@@ -532,7 +556,7 @@ std::string CppEngine::describe(const std::string& name) {
     }
     if (found.size() > 12) out << "(" << found.size() - 12 << " more declarations)\n";
     out.flush();
-    return text;
+    return without_cell_namespaces(text);
 }
 
 }  // namespace mpify_kernel

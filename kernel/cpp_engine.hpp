@@ -55,9 +55,18 @@ public:
     CppEngine(const CppEngine&) = delete;
     CppEngine& operator=(const CppEngine&) = delete;
 
+    /// How run() places a cell's own definitions.
+    enum class Definitions {
+        /// In a namespace of the cell's: a name defined again replaces the earlier one, as
+        /// in xeus-cling (definition_shadowing.hpp).
+        may_replace_earlier,
+        /// At global scope, as written: the declarations of what a library defines.
+        as_written,
+    };
+
     /// Compiles and runs a cell's code: declarations and statements, as clang-repl
     /// accepts them; shows the value of a trailing expression (see value.hpp).
-    Outcome run(const std::string& code);
+    Outcome run(const std::string& code, Definitions definitions = Definitions::may_replace_earlier);
 
     /// Runs code the kernel wrote itself (no pre-check): a known header, a call it makes.
     Outcome run_trusted(const std::string& code);

@@ -266,7 +266,7 @@ nl::json CppKernel::run_rank_library(const Cell& cell) {
     const Outcome compiled = engine_->run_trusted(load_source_call(source, flags, link_inputs));
     if (compiled.kind != Outcome::Kind::ok) return reply_for(compiled);
     // 4. The declarations, for the cells that follow.
-    const Outcome declared = engine_->run(declarations.code);
+    const Outcome declared = engine_->run(declarations.code, CppEngine::Definitions::as_written);
     if (declared.kind != Outcome::Kind::ok) return reply_for(declared);
     if (!declarations.functions.empty()) {
         std::string names;

@@ -265,13 +265,16 @@ bool is_statement(const std::string& text, Span piece) {
     skip_space();
     if (i >= piece.end) return false;
     if (!is_identifier_char(text[i]) && text[i] != ':') return text[i] != '#';  // ++x, *p = 1, (void)f()
-    static const std::array<const char*, 9> statement_words = {"for", "while", "do", "if", "switch",
-                                                               "return", "throw", "try", "delete"};
+    static const std::array<const char*, 14> statement_words = {
+        "for", "while", "do", "if", "else", "switch", "case", "default", "return", "throw", "try", "delete", "goto",
+        "break"};
     std::string word = read_word();
     if (std::find(statement_words.begin(), statement_words.end(), word) != statement_words.end()) return true;
     // A (qualified, templated) name: ns::name<args>::more...
     while (true) {
         skip_space();
+        // `cout << x`, `a <= b`: an operator, so a statement.
+        if (i + 1 < piece.end && text[i] == '<' && (text[i + 1] == '<' || text[i + 1] == '=')) return true;
         if (i < piece.end && text[i] == '<') {  // template arguments, balanced
             int angles = 0;
             for (; i < piece.end; ++i) {
@@ -314,7 +317,138 @@ bool holds_lambda(const std::string& text, Span piece) {
     return false;
 }
 
+// The words a declaration starts with that keep it out of wrap_definitions: it names
+// something else (namespace, using), or it must stay where it is (extern, friend, ...).
+bool starts_with_unwrappable_word(const std::string& text, Span piece) {
+    static const std::array<const char*, 8> words = {"namespace", "extern",  "friend", "static_assert",
+                                                     "asm",       "export",  "module", "import"};
+    std::size_t i = piece.begin;
+    auto next_word = [&] {
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        const std::size_t from = i;
+        while (i < piece.end && is_identifier_char(text[i])) ++i;
+        return text.substr(from, i - from);
+    };
+    const std::string first = next_word();
+    if (std::find(words.begin(), words.end(), first) != words.end()) return true;
+    if (first == "inline") return next_word() == "namespace";
+    if (first == "using") {  // only an alias, `using Name = ...;`, is a definition
+        next_word();
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        return !(i < piece.end && text[i] == '=');
+    }
+    if (first == "template") {  // `template <>` specializes, `template class X<int>;` instantiates
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        if (i >= piece.end || text[i] != '<') return true;
+        ++i;
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        return i < piece.end && text[i] == '>';
+    }
+    return false;
+}
+
+// The name a declaration declares: the last one before the first '(', '=', '{', '[', ';'
+// or lone ':' outside template arguments (`operator<` included). `qualified` when it is
+// (`void A::f()`, `int A::n = 0;`, `A::~A()`, `bool A::operator<(...)`).
+struct DeclaredName {
+    std::size_t begin = std::string::npos, end = std::string::npos;
+    bool qualified = false;
+};
+
+DeclaredName declared_name(const std::string& text, Span piece) {
+    DeclaredName name;
+    std::size_t i = piece.begin;
+    if (text.compare(i, 8, "template") == 0) {  // skip the template head
+        int angles = 0;
+        for (; i < piece.end; ++i) {
+            if (text[i] == '<') ++angles;
+            if (text[i] == '>' && --angles == 0) break;
+        }
+    }
+    int angles = 0;
+    for (; i < piece.end; ++i) {
+        const char c = text[i];
+        if (is_identifier_char(c)) {
+            std::size_t end = i;
+            while (end < piece.end && is_identifier_char(text[end])) ++end;
+            if (angles == 0) name.begin = i, name.end = end;
+            if (angles == 0 && text.compare(i, end - i, "operator") == 0 && end - i == 8) break;
+            i = end - 1;
+        } else if (c == '<') {
+            ++angles;
+        } else if (c == '>' && angles > 0) {
+            --angles;
+        } else if (angles == 0 && (c == '(' || c == '=' || c == '{' || c == '[' || c == ';')) {
+            break;
+        } else if (angles == 0 && c == ':' && !(i + 1 < piece.end && text[i + 1] == ':') &&
+                   !(i > piece.begin && text[i - 1] == ':')) {
+            break;
+        }
+    }
+    if (name.begin == std::string::npos) return name;
+    std::size_t before = name.begin;
+    auto skip_space = [&] {
+        while (before > piece.begin && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
+    };
+    skip_space();
+    if (before > piece.begin && text[before - 1] == '~') {
+        --before;
+        skip_space();
+    }
+    name.qualified = before >= piece.begin + 2 && text[before - 1] == ':' && text[before - 2] == ':';
+    return name;
+}
+
+bool is_wrappable_definition(const std::string& text, Span piece) {
+    return piece.begin < piece.end && is_identifier_char(text[piece.begin]) && !is_statement(text, piece) &&
+           !starts_with_unwrappable_word(text, piece) && !declared_name(text, piece).qualified;
+}
+
+// Where `int main() { ... }` ends, in a piece that defines it: main in a namespace is a
+// function like any other, and one that ends without `return` would trap, where the
+// program's main returns 0. The wrapped main gets that `return 0;`.
+std::optional<std::size_t> end_of_int_main(const std::string& text, Span piece) {
+    const DeclaredName name = declared_name(text, piece);
+    if (name.begin == std::string::npos || text.compare(name.begin, name.end - name.begin, "main") != 0 ||
+        name.end - name.begin != 4 || text.compare(piece.begin, 4, "int ") != 0 || text[piece.end - 1] != '}')
+        return std::nullopt;
+    return piece.end - 1;
+}
+
 }  // namespace
+
+std::string wrap_definitions(const std::string& code, const std::string& opening, const std::string& closing) {
+    const Masked masked = mask(code);
+    if (masked.open_comment || masked.open_literal) return code;
+    const Pieces pieces = top_level_pieces(masked);
+    std::vector<Span> runs;  // [first definition's begin, last one's end)
+    std::vector<std::size_t> mains;  // where `int main()`'s body ends
+    bool run_open = false;
+    for (std::size_t p = 0; p < pieces.spans.size(); ++p) {
+        const Span piece = trimmed(masked.text, pieces.spans[p]);
+        const bool last_without_end = pieces.open_end && p + 1 == pieces.spans.size();
+        if (piece.end == piece.begin + 1 && masked.text[piece.begin] == ';') {  // `struct A {...}` then its ';'
+            if (run_open) runs.back().end = piece.end;
+        } else if (!last_without_end && is_wrappable_definition(masked.text, piece)) {
+            if (const auto main_end = end_of_int_main(masked.text, piece)) mains.push_back(*main_end);
+            // The run starts with the comments before its first definition: a comment
+            // documents what follows it, not the namespace.
+            if (!run_open) runs.push_back({std::min(piece.begin, code.find_first_not_of(" \t\r\n", pieces.spans[p].begin)), piece.end});
+            runs.back().end = piece.end;
+            run_open = true;
+        } else if (piece.begin != piece.end) {
+            run_open = false;
+        }
+    }
+    std::string out = code;
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {  // from the end: offsets stay right
+        out.insert(run->end, closing);
+        for (auto main_end = mains.rbegin(); main_end != mains.rend(); ++main_end)
+            if (*main_end > run->begin && *main_end < run->end) out.insert(*main_end, " return 0; ");
+        out.insert(run->begin, opening);
+    }
+    return out;
+}
 
 std::optional<Span> trailing_expression(const std::string& code) {
     const Masked masked = mask(code);

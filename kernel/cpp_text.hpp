@@ -40,6 +40,15 @@ std::optional<Span> trailing_expression(const std::string& code);
 /// names unique in the session.
 std::string wrap_statements_with_lambdas(const std::string& code, unsigned& counter);
 
+/// Puts each run of the cell's own top-level definitions (variables, functions, classes,
+/// enums, aliases, templates) between `opening` and `closing`, on the lines where they
+/// are: `int n = 11; std::cout << n;` becomes `<opening>int n = 11;<closing> std::cout << n;`.
+/// Left where they are: statements, preprocessor lines, namespaces, using-directives and
+/// using-declarations, `extern` declarations, explicit specializations and
+/// instantiations, definitions of a qualified name (`void A::f() {}`: a member of
+/// something declared before), and a last declaration without its ';'.
+std::string wrap_definitions(const std::string& code, const std::string& opening, const std::string& closing);
+
 /// For each line of `code`: true when a statement starts there at top level (outside
 /// any bracket, comment or literal, after a ';', a block or nothing at all).
 std::vector<bool> top_level_line_starts(const std::string& code);

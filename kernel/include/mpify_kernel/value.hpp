@@ -82,6 +82,15 @@ std::string type_name() {
     char* readable = abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status);
     std::string name = status == 0 && readable ? readable : typeid(T).name();
     std::free(readable);
+    // The kernel puts a cell's definitions in an inline namespace (`__mpify_cell_7::A`):
+    // the user wrote `A`.
+    const std::string cell = "__mpify_cell_";
+    for (std::size_t at = name.find(cell); at != std::string::npos; at = name.find(cell, at)) {
+        std::size_t end = at + cell.size();
+        while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+        if (name.compare(end, 2, "::") == 0) name.erase(at, end + 2 - at);
+        else at = end;
+    }
     return name;
 }
 
