@@ -15,7 +15,11 @@ enum class Stream { out, err };
 /// What happens to the workers' stdout and stderr.
 enum class Relay {
     /// Line by line to the caller's std::cout / std::cerr, each line prefixed "[rank k] ".
-    /// Works in notebooks, which capture the caller's streams. The default.
+    /// Works in notebooks, which capture the caller's streams. The default. A stream that
+    /// does not take the lines (a pipe nobody reads) never blocks the call: up to 1 MiB
+    /// waits, then the workers are slowed (timeouts and interrupts still hold); what is
+    /// left at the end of the call is dropped after at most 5 s without progress (or at
+    /// the timeout), with a note on stderr saying how much.
     lines,
     /// The workers write straight to the caller's file descriptors 1 and 2: no prefix,
     /// no extra copy, but a notebook does not see it and crash reports carry no stderr tail.

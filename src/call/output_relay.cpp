@@ -1,6 +1,6 @@
 #include "call/output_relay.hpp"
 
-#include <iostream>
+#include <string>
 #include <utility>
 
 namespace mpify::detail {
@@ -10,8 +10,8 @@ constexpr std::size_t tail_lines = 20;
 constexpr std::size_t max_line = 64 * 1024;
 }  // namespace
 
-OutputRelay::OutputRelay(const Options& options, int rank, Stream stream)
-    : options_(options), rank_(rank), stream_(stream) {}
+OutputRelay::OutputRelay(const Options& options, CallerStreams& caller, int rank, Stream stream)
+    : options_(options), caller_(caller), rank_(rank), stream_(stream) {}
 
 void OutputRelay::feed(const char* data, std::size_t size) {
     partial_.append(data, size);
@@ -37,8 +37,7 @@ void OutputRelay::emit(std::string line) {
         if (options_.on_output) {
             options_.on_output(rank_, stream_, line);
         } else {
-            std::ostream& os = stream_ == Stream::out ? std::cout : std::cerr;
-            os << "[rank " << rank_ << "] " << line << '\n' << std::flush;
+            caller_.write(stream_, "[rank " + std::to_string(rank_) + "] " + line + "\n");
         }
     }
 }

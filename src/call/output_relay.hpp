@@ -1,7 +1,9 @@
 #pragma once
 // Splits a worker's output stream into lines and hands each line on: to the caller's
-// std::cout / std::cerr with a "[rank k] " prefix, or to Options::on_output. Keeps the
-// last lines of stderr for crash reports.
+// stdout / stderr with a "[rank k] " prefix (through CallerStreams, which never blocks),
+// or to Options::on_output. Keeps the last lines of stderr for crash reports.
+#include "call/caller_streams.hpp"
+
 #include <mpify/options.hpp>
 
 #include <cstddef>
@@ -13,7 +15,7 @@ namespace mpify::detail {
 
 class OutputRelay {
 public:
-    OutputRelay(const Options& options, int rank, Stream stream);
+    OutputRelay(const Options& options, CallerStreams& caller, int rank, Stream stream);
     /// Feeds bytes as they arrive; complete lines are relayed at once.
     void feed(const char* data, std::size_t size);
     /// End of stream: relays a last line that had no newline.
@@ -27,6 +29,7 @@ private:
     void emit(std::string line);
 
     const Options& options_;
+    CallerStreams& caller_;
     int rank_;
     Stream stream_;
     std::string partial_;

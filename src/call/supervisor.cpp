@@ -36,8 +36,8 @@ struct Supervisor::Worker {
     bool stopped_by_us = false;
     bool kill_sent = false;  // SIGKILL sent by us (a stop without grace, or after it)
 
-    Worker(const Options& options, int r)
-        : rank(r), out_relay(options, r, Stream::out), err_relay(options, r, Stream::err) {}
+    Worker(const Options& options, CallerStreams& caller, int r)
+        : rank(r), out_relay(options, caller, r, Stream::out), err_relay(options, caller, r, Stream::err) {}
     std::size_t total() const { return call_head.size() + args->size(); }
 };
 
@@ -66,7 +66,7 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args) {
-    auto w = std::make_unique<Worker>(options_, rank);
+    auto w = std::make_unique<Worker>(options_, caller_streams_, rank);
     w->process = std::move(started.process);
     w->channel = std::move(started.channel);
     w->out = std::move(started.out);
@@ -93,6 +93,7 @@ void Supervisor::run() noexcept {
     try {
         while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited; }))
             poll_once();
+        caller_streams_.drain(deadline_, [this] { return interrupts_.interrupted(); });
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
         failures_.call_failed("mpify's supervision of the workers failed:", std::current_exception());
@@ -106,10 +107,17 @@ void Supervisor::poll_once() {
         Worker* worker;
         enum What { pid, channel, out, err } what;
     };
-    // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it).
+    // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it);
+    // fds[2], fds[3]: the caller's stdout and stderr, while lines wait for them (else -1).
     const bool watching_interrupts = !failures_.interrupted() && interrupts_.fd() >= 0;
-    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}, {watching_interrupts ? interrupts_.fd() : -1, POLLIN, 0}};
-    std::vector<Watch> watches{{nullptr, Watch::pid}, {nullptr, Watch::pid}};
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0},
+                            {watching_interrupts ? interrupts_.fd() : -1, POLLIN, 0},
+                            {caller_streams_.fd_to_watch(Stream::out), POLLOUT, 0},
+                            {caller_streams_.fd_to_watch(Stream::err), POLLOUT, 0}};
+    std::vector<Watch> watches(fds.size(), Watch{nullptr, Watch::pid});
+    constexpr std::size_t first_worker_fd = 4;
+    // A full queue for the caller's streams: the workers' output waits in their pipes.
+    const bool reading_output = !caller_streams_.full();
     auto watch = [&](Worker& w, Watch::What what, int fd, short events) {
         fds.push_back({fd, events, 0});
         watches.push_back({&w, what});
@@ -119,8 +127,8 @@ void Supervisor::poll_once() {
         watch(*w, Watch::pid, w->process.pidfd.get(), POLLIN);
         if (w->channel)
             watch(*w, Watch::channel, w->channel.get(), POLLIN | (w->sent < w->total() ? POLLOUT : 0));
-        if (w->out) watch(*w, Watch::out, w->out.get(), POLLIN);
-        if (w->err) watch(*w, Watch::err, w->err.get(), POLLIN);
+        if (w->out && reading_output) watch(*w, Watch::out, w->out.get(), POLLIN);
+        if (w->err && reading_output) watch(*w, Watch::err, w->err.get(), POLLIN);
     }
 
     int timeout = -1;
@@ -144,7 +152,9 @@ void Supervisor::poll_once() {
             stop_all();
         }
         if (fds[1].revents & POLLIN) interrupts_.clear_wakeup();
-        for (std::size_t i = 2; i < fds.size(); ++i) {
+        if (fds[2].revents) caller_streams_.write_ready(Stream::out);
+        if (fds[3].revents) caller_streams_.write_ready(Stream::err);
+        for (std::size_t i = first_worker_fd; i < fds.size(); ++i) {
             if (fds[i].revents == 0) continue;
             Worker& w = *watches[i].worker;
             if (w.exited) continue;
@@ -168,7 +178,9 @@ void Supervisor::read_stream(Worker& w, Stream stream) {
     UniqueFd& fd = stream == Stream::out ? w.out : w.err;
     OutputRelay& relay = stream == Stream::out ? w.out_relay : w.err_relay;
     char buffer[64 * 1024];
-    while (fd) {
+    // Once the caller's streams are behind, the rest waits in the pipe (a worker that has
+    // exited is read to the end: its pipe holds what it wrote, no more).
+    while (fd && (w.exited || !caller_streams_.full())) {
         const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
         if (got.kind == ReadResult::would_block) return;
         try {

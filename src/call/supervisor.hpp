@@ -6,6 +6,7 @@
 // One poll loop over every fd (pidfds included, so no SIGCHLD handler and no waitpid on
 // children that are not ours); run() may run on its own thread while the caller's rank
 // computes: request_stop() is the only call that is safe from another thread.
+#include "call/caller_streams.hpp"
 #include "call/failure_log.hpp"
 #include "call/interrupt_watch.hpp"
 #include "call/output_relay.hpp"
@@ -35,7 +36,8 @@ public:
     /// Takes charge of a started worker; run() sends it `call_head` then `args`.
     void add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args);
 
-    /// Supervises until every worker has exited and been reaped. Does not throw.
+    /// Supervises until every worker has exited and been reaped, then gives the caller's
+    /// streams a bounded time to take the workers' last lines. Does not throw.
     void run() noexcept;
 
     /// Thread-safe: stop every worker (the caller's rank failed); run() still reaps them.
@@ -70,6 +72,7 @@ private:
     FailureLog& failures_;
     InterruptWatch& interrupts_;
     UniqueFd wake_;  // eventfd written by request_stop()
+    CallerStreams caller_streams_;  // where the workers' lines go, unless Options::on_output takes them
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
 };
 
