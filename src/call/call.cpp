@@ -85,7 +85,7 @@ void Call::start_workers(std::string args) {
             variables["LOCAL_RANK"] = std::to_string(rank);
             meta.rank = rank;
             StartedWorker worker = start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
-                                                outgoing.shared.get());
+                                                outgoing.shared.get(), deadline_);
             supervisor_.add(rank, std::move(worker), call_frame_head(meta, outgoing.inline_bytes->size()),
                             outgoing.inline_bytes);
         }

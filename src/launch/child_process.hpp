@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct LaunchSpec {
     /// PR_SET_PDEATHSIG: SIGKILL when the thread that launched it ends. Off for the warm
     /// template, which lives across calls and ends when its control socket closes.
     bool die_with_caller_thread = true;
+    /// When the call gives up (its timeout): a warm template's answer is awaited until
+    /// then at most. None: no timeout.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 /// A running child of this process.

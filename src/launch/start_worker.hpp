@@ -26,8 +26,9 @@ struct StartedWorker {
 };
 
 /// Starts a worker of `host` with environment `env` (the whole of it), its output as
-/// `relay` says, and `shared_args_fd` (or -1) as its fd 4. Throws SpawnError.
+/// `relay` says, and `shared_args_fd` (or -1) as its fd 4; a warm template's answer is
+/// awaited until `deadline` at most (the call's timeout). Throws SpawnError.
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
-                           int shared_args_fd);
+                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline);
 
 }  // namespace mpify::detail

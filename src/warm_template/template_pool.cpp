@@ -4,9 +4,12 @@
 #include "warm_template/warm_template.hpp"
 #include "worker/process_contract.hpp"
 
+#include <mpify/error.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fmt/format.h>
 #include <iostream>
 #include <iterator>
@@ -94,7 +97,7 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
         try {
             if (slot.process && (!slot.process->alive() || slot.signature != signature)) slot.process.reset();
             if (!slot.process) {
-                slot.process = std::make_unique<WarmTemplate>(host, template_environment(spec.env));
+                slot.process = std::make_unique<WarmTemplate>(host, template_environment(spec.env), spec.deadline);
                 slot.signature = signature;
             }
             return slot.process->request_worker(spec, host.library);
@@ -102,7 +105,15 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
             reason = e.what();
             using Kind = TemplateUnavailable::Kind;
             if (e.kind() == Kind::this_call) break;
-            slot.process.reset();
+            slot.process.reset();  // kills it
+            if (e.kind() == Kind::silent) {
+                // The call's time is up: that is the call's error, and it names the template.
+                if (spec.deadline && std::chrono::steady_clock::now() >= *spec.deadline)
+                    throw SpawnError(fmt::format("mpify: cannot start a worker within the call's timeout: {}; the next "
+                                                 "call starts a new template",
+                                                 e.what()));
+                break;  // no second template for this call: exec, said once
+            }
             if (e.kind() == Kind::unusable) {
                 t.exec_only.insert(program);
                 break;

@@ -20,14 +20,15 @@ namespace mpify::detail {
 namespace {
 
 // Start-up loads LibTorch: 0.7 s here, many seconds under a sanitizer or on a loaded
-// machine. A template that has not answered after this long is given up on.
-constexpr std::chrono::seconds answer_timeout{120};
+// machine. A template that has not started after this long is given up on.
+constexpr std::chrono::seconds start_limit{120};
 
 using Kind = TemplateUnavailable::Kind;
 
 }  // namespace
 
-WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env) {
+WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env,
+                           std::optional<std::chrono::steady_clock::time_point> deadline) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
         throw TemplateUnavailable(Kind::this_call, fmt::format("socketpair: {}", std::strerror(errno)));
@@ -56,7 +57,7 @@ WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env)
     }
     template_end.reset();
     try {
-        const TemplateReply ready = await_reply("to start");
+        const TemplateReply ready = await_reply("to start", start_limit, deadline);
         if (ready.status != TemplateStatus::ok)
             throw TemplateUnavailable(ready.status == TemplateStatus::unusable ? Kind::unusable : Kind::this_call,
                                       ready.message);
@@ -88,16 +89,22 @@ bool WarmTemplate::alive() const {
     return ::poll(&exited, 1, 0) == 0;
 }
 
-TemplateReply WarmTemplate::await_reply(const char* waiting_for) {
-    const auto deadline = std::chrono::steady_clock::now() + answer_timeout;
+TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::seconds limit,
+                                        std::optional<std::chrono::steady_clock::time_point> call_deadline) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = std::min(started + limit, call_deadline.value_or(started + limit));
     for (;;) {
         pollfd fds[2] = {{control_.get(), POLLIN, 0}, {process_.pidfd.get(), POLLIN, 0}};
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left.count(), 0)));
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0)
-            throw TemplateUnavailable(Kind::gone, fmt::format("the template did not answer within {} s (waiting for it {})",
-                                                              answer_timeout.count(), waiting_for));
+        if (ready == 0) {
+            const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            throw TemplateUnavailable(
+                Kind::silent, fmt::format("the warm template (pid {}) did not answer within {:.1f} s, waiting for it {} "
+                                          "(stopped, e.g. by SIGSTOP, or stuck); it was killed",
+                                          process_.pid, waited, waiting_for));
+        }
         // A reply sent just before the template died is still worth reading.
         if (ready > 0 && (fds[0].revents & POLLIN)) {
             try {
@@ -127,7 +134,7 @@ ChildProcess WarmTemplate::request_worker(const LaunchSpec& spec, const std::str
             throw TemplateUnavailable(Kind::this_call, "the worker's environment is too large for one message");
         throw TemplateUnavailable(Kind::gone, fmt::format("the template is gone ({})", e.what()));
     }
-    const TemplateReply reply = await_reply("to fork a worker");
+    const TemplateReply reply = await_reply("to fork a worker", fork_answer_limit, spec.deadline);
     switch (reply.status) {
         case TemplateStatus::ok: break;
         case TemplateStatus::stale_library: throw TemplateUnavailable(Kind::stale, reply.message);

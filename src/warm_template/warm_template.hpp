@@ -6,6 +6,8 @@
 #include "launch/worker_host.hpp"
 #include "warm_template/protocol.hpp"
 
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@ public:
         stale,      ///< a library changed on disk: a new template loads it fresh
         unusable,   ///< it can never fork safely (threads): use exec for this host
         this_call,  ///< this request failed (too large an environment...): exec this worker
+        silent,     ///< no answer in time (stopped, stuck): it is killed; exec this call's workers
     };
     TemplateUnavailable(Kind kind, const std::string& reason) : std::runtime_error(reason), kind_(kind) {}
     Kind kind() const { return kind_; }
@@ -31,15 +34,18 @@ private:
 class WarmTemplate {
 public:
     /// Starts the template of `host` by exec with environment `env`, and waits until it
-    /// is ready. Throws TemplateUnavailable (or SpawnError when exec itself fails).
-    WarmTemplate(const WorkerHost& host, std::vector<std::string> env);
+    /// is ready, until `deadline` at most. Throws TemplateUnavailable (or SpawnError when
+    /// exec itself fails).
+    WarmTemplate(const WorkerHost& host, std::vector<std::string> env,
+                 std::optional<std::chrono::steady_clock::time_point> deadline);
     /// Closes the control socket and reaps the template (killing it if need be).
     ~WarmTemplate();
     WarmTemplate(const WarmTemplate&) = delete;
     WarmTemplate& operator=(const WarmTemplate&) = delete;
 
     /// Has the template fork one worker, the caller's child, with the fds and environment
-    /// of `spec`, after loading `library` (if not empty). Throws TemplateUnavailable.
+    /// of `spec`, after loading `library` (if not empty); waits for its answer until
+    /// spec.deadline, and fork_answer_limit at most. Throws TemplateUnavailable.
     ChildProcess request_worker(const LaunchSpec& spec, const std::string& library);
 
     /// False once the template has exited (crashed, or killed).
@@ -51,9 +57,15 @@ public:
     /// caller, whose template belongs to the original.
     void abandon();
 
+    /// The longest wait for a worker forked (and its library loaded) by the template: it
+    /// takes milliseconds; a template that has not answered by then is stopped or stuck.
+    static constexpr std::chrono::seconds fork_answer_limit{20};
+
 private:
-    /// The template's next reply; throws TemplateUnavailable(gone) if it dies first.
-    TemplateReply await_reply(const char* waiting_for);
+    /// The template's next reply, awaited for `limit` and until `deadline` at most;
+    /// throws TemplateUnavailable: `gone` if it dies first, `silent` if it says nothing.
+    TemplateReply await_reply(const char* waiting_for, std::chrono::seconds limit,
+                              std::optional<std::chrono::steady_clock::time_point> deadline);
     /// Closes the socket, kills and reaps the template.
     void stop() noexcept;
     ChildProcess process_;

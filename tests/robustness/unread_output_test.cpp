@@ -56,7 +56,7 @@ mpify::Options workers_only() {
 
 }  // namespace
 
-TEST_CASE("a stdout nobody reads slows the workers but the call's timeout holds", "[robustness][output]") {
+TEST_CASE("a stdout nobody reads slows the workers but the call's timeout holds", "[robustness][output][once]") {
     mpify::Options options = workers_only();
     options.timeout = std::chrono::seconds(2);
     bool timed_out = false;
@@ -74,7 +74,7 @@ TEST_CASE("a stdout nobody reads slows the workers but the call's timeout holds"
 }
 
 TEST_CASE("lines a stdout never takes are dropped at the end of the call with a note saying how much",
-          "[robustness][output]") {
+          "[robustness][output][once]") {
     std::string note;
     {
         UnreadPipe unread_out(STDOUT_FILENO);
@@ -87,7 +87,7 @@ TEST_CASE("lines a stdout never takes are dropped at the end of the call with a 
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("a stdout that is read late still gets every line", "[robustness][output]") {
+TEST_CASE("a stdout that is read late still gets every line", "[robustness][output][once]") {
     std::string out;
     {
         UnreadPipe late(STDOUT_FILENO);
