@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -21,9 +22,26 @@
 namespace mpify::detail::store {
 namespace {
 
-constexpr std::size_t max_connections = 1024;
 // Replies a connection has not read: beyond this, it is not a rank, or it is stuck.
 constexpr std::size_t max_unread_reply_bytes = 4 * max_body_bytes;
+// A connection is unproven until it sent a whole, well-formed request: then it gets a
+// message's worth of room; before, this little, for this long. (Ranks send a small
+// request as soon as they connect.)
+constexpr std::size_t unproven_bytes = 64 * 1024;
+constexpr std::chrono::seconds unproven_time{30};
+// What every connection together may hold (requests being received, replies being
+// sent): beyond it, the connection that holds most is dropped.
+constexpr std::size_t held_bytes_limit = 4 * max_body_bytes;
+// Keys and values stored: beyond it, a set is refused.
+constexpr std::size_t stored_bytes_limit = 16 * max_body_bytes;
+
+// How many connections the store keeps at once: a quarter of this process's file
+// descriptors (so that the caller's own never run out), 16 to 1024.
+std::size_t connection_limit() {
+    rlimit files{};
+    const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
+    return static_cast<std::size_t>(std::clamp<rlim_t>(soft / 4, 16, 1024));
+}
 
 Message ok(std::int64_t number = 0, std::vector<std::string> fields = {}) {
     return Message{Tag::ok, number, std::move(fields)};
@@ -50,11 +68,17 @@ struct Server::Connection {
     std::optional<Message> blocked;  ///< a get or wait whose keys are not all there yet
     Clock::time_point blocked_until;
     int member = -1;  ///< index into members_ once it introduced itself
+    bool proven = false;  ///< it sent a whole, well-formed request
+    Clock::time_point accepted_at = Clock::now();
+    std::size_t held() const { return in.size() + out.size(); }
 };
 
 struct Server::State {
     std::map<std::string, std::string> data;
+    std::size_t stored_bytes = 0;  ///< keys and values in `data`
     std::vector<std::unique_ptr<Connection>> connections;
+    const std::size_t connection_limit = mpify::detail::store::connection_limit();
+    Clock::time_point listener_paused_until{};  ///< after accept found no fd free
 };
 
 Server::Server(Endpoint endpoint) : endpoint_(std::move(endpoint)), state_(std::make_unique<State>()) {
@@ -128,7 +152,7 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
             return introduce(c, m);
         case Tag::set:
             if (!fields_are(2)) return failed("set takes a key and a value");
-            data[m.fields[0]] = m.fields[1];
+            if (!store_value(m.fields[0], m.fields[1])) return failed(store_full());
             return ok();
         case Tag::compare_set: {
             // As c10d's stores: set `desired` when the value is `expected` (an absent key
@@ -137,22 +161,27 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
             auto found = data.find(m.fields[0]);
             if (found == data.end()) {
                 if (!m.fields[1].empty()) return ok(0, {m.fields[1]});
-                data[m.fields[0]] = m.fields[2];
+                if (!store_value(m.fields[0], m.fields[2])) return failed(store_full());
                 return ok(0, {m.fields[2]});
             }
-            if (found->second == m.fields[1]) found->second = m.fields[2];
-            return ok(0, {found->second});
+            if (found->second == m.fields[1] && !store_value(m.fields[0], m.fields[2])) return failed(store_full());
+            return ok(0, {data.at(m.fields[0])});
         }
         case Tag::add: {
             if (!fields_are(1)) return failed("add takes a key");
-            std::string& value = data[m.fields[0]];
-            const long long now = (value.empty() ? 0 : std::atoll(value.c_str())) + m.number;
-            value = std::to_string(now);
+            const auto found = data.find(m.fields[0]);
+            const long long now = (found == data.end() ? 0 : std::atoll(found->second.c_str())) + m.number;
+            if (!store_value(m.fields[0], std::to_string(now))) return failed(store_full());
             return ok(now);
         }
-        case Tag::remove:
+        case Tag::remove: {
             if (!fields_are(1)) return failed("remove takes a key");
-            return ok(data.erase(m.fields[0]) ? 1 : 0);
+            const auto found = data.find(m.fields[0]);
+            if (found == data.end()) return ok(0);
+            state_->stored_bytes -= found->first.size() + found->second.size();
+            data.erase(found);
+            return ok(1);
+        }
         case Tag::check:
             return ok(has_all(m.fields) ? 1 : 0);
         case Tag::count:
@@ -186,6 +215,7 @@ void Server::process(Connection& c) {
     while (!c.blocked) {
         std::optional<Message> request = take_message(c.in);  // throws MalformedMessage
         if (!request) return;
+        c.proven = true;
         if (auto reply = handle(c, std::move(*request))) c.out += encode(*reply);
     }
 }
@@ -244,16 +274,76 @@ bool Server::exchange(Connection& c, short events) {
             return false;
         }
     }
-    return c.out.size() <= max_unread_reply_bytes && c.in.size() <= 4 + max_body_bytes;
+    return c.out.size() <= max_unread_reply_bytes && c.in.size() <= 4 + (c.proven ? max_body_bytes : unproven_bytes);
+}
+
+bool Server::store_value(const std::string& key, std::string value) {
+    const auto found = state_->data.find(key);
+    const std::size_t before = found == state_->data.end() ? 0 : key.size() + found->second.size();
+    const std::size_t after = state_->stored_bytes - before + key.size() + value.size();
+    if (after > stored_bytes_limit && after > state_->stored_bytes) return false;
+    state_->data[key] = std::move(value);
+    state_->stored_bytes = after;
+    return true;
+}
+
+std::string Server::store_full() {
+    return fmt::format("the store holds {} MiB of keys and values, its limit: a group stores a few bytes per rank, "
+                       "so this is not one of mpify's ranks",
+                       stored_bytes_limit >> 20);
+}
+
+std::optional<std::size_t> Server::oldest_unproven() const {
+    std::optional<std::size_t> oldest;
+    const auto& connections = state_->connections;
+    for (std::size_t i = 0; i < connections.size(); ++i)
+        if (!connections[i]->proven && (!oldest || connections[i]->accepted_at < connections[*oldest]->accepted_at))
+            oldest = i;
+    return oldest;
 }
 
 void Server::accept_one() {
+    auto& connections = state_->connections;
     UniqueFd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!accepted) return;
+    if (!accepted) {
+        // No fd free (EMFILE, ENFILE): the connection waits in the backlog. Make room by
+        // dropping an unproven connection, or rest the listener a moment, not spin on it.
+        if (errno == EMFILE || errno == ENFILE) {
+            if (const auto victim = oldest_unproven()) drop(*victim);
+            else state_->listener_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        }
+        return;
+    }
+    // At the limit, a newcomer takes the place of the oldest unproven connection; when
+    // every connection has proven itself, the newcomer is refused.
+    if (connections.size() >= state_->connection_limit) {
+        const auto victim = oldest_unproven();
+        if (!victim) return;  // `accepted` closes
+        drop(*victim);
+    }
     auto c = std::make_unique<Connection>();
     c->peer = peer_address(accepted.get());
     c->fd = std::move(accepted);
-    state_->connections.push_back(std::move(c));
+    connections.push_back(std::move(c));
+}
+
+void Server::drop_what_overflows(Clock::time_point now) {
+    auto& connections = state_->connections;
+    for (std::size_t i = connections.size(); i-- > 0;)
+        if (!connections[i]->proven && now - connections[i]->accepted_at >= unproven_time) drop(i);
+    std::size_t held = 0;
+    for (const auto& c : connections) held += c->held();
+    while (held > held_bytes_limit) {
+        // The connection that holds most goes (an unproven one first): it is the one
+        // sending what no rank sends.
+        std::size_t largest = 0;
+        for (std::size_t i = 1; i < connections.size(); ++i)
+            if (std::make_pair(!connections[i]->proven, connections[i]->held()) >
+                std::make_pair(!connections[largest]->proven, connections[largest]->held()))
+                largest = i;
+        held -= connections[largest]->held();
+        drop(largest);
+    }
 }
 
 void Server::serve() {
@@ -261,12 +351,18 @@ void Server::serve() {
     std::vector<pollfd> polled;
     for (;;) {
         const auto now = Clock::now();
-        const auto next_deadline = settle_blocked(now);
+        auto next_deadline = settle_blocked(now);
         for (std::size_t i = connections.size(); i-- > 0;)
             if (!connections[i]->fd) drop(i);
+        drop_what_overflows(now);
+        for (const auto& c : connections)
+            if (!c->proven) next_deadline = std::min(next_deadline, c->accepted_at + unproven_time);
 
         polled.assign({{wake_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
-        if (connections.size() >= max_connections) polled[1].fd = -1;  // poll skips it
+        if (now < state_->listener_paused_until) {
+            polled[1].fd = -1;  // poll skips it
+            next_deadline = std::min(next_deadline, state_->listener_paused_until);
+        }
         for (auto& c : connections)
             polled.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
         int wait_ms = -1;

@@ -5,7 +5,11 @@
 //
 // Whoever can connect can send anything: a malformed or oversized message closes that
 // connection only; no allocation exceeds the bytes received; a connection that does not
-// read its replies is closed when they pile up.
+// read its replies is closed when they pile up. And whoever can connect can connect
+// often: the store keeps at most a quarter of the process's file descriptors (a
+// newcomer takes the place of a connection that has not sent a request yet), gives
+// such an unproven connection 64 KiB and 30 s to send one, holds 64 MiB of messages in
+// all (beyond, the connection holding most is dropped) and stores 256 MiB of keys.
 #include "store/endpoint.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
@@ -49,8 +53,16 @@ private:
     /// Sends and receives what `events` allow; false when the connection must be dropped
     /// (closed, malformed, or letting replies pile up).
     bool exchange(Connection& c, short events);
+    /// Accepts a connection, within the limit on connections (see above).
     void accept_one();
     void drop(std::size_t index);
+    /// Drops unproven connections past their time, then, while every connection together
+    /// holds too much, the one that holds most.
+    void drop_what_overflows(Clock::time_point now);
+    std::optional<std::size_t> oldest_unproven() const;
+    /// Stores `value` under `key`, unless that takes the store past its limit.
+    bool store_value(const std::string& key, std::string value);
+    static std::string store_full();
     /// Runs the requests a connection has received, up to one that has to wait. Throws
     /// MalformedMessage.
     void process(Connection& c);

@@ -6,11 +6,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 using Catch::Contains;
 namespace store = mpify::detail::store;
@@ -152,4 +158,89 @@ TEST_CASE("the store tells a caller that left from one whose connection died", "
     CHECK(members[2].state == store::Member::State::present);
     CHECK(mpify::detail::hosts_of({2, 3, 6}, members) ==
           " (6 from a machine the store has not heard from; 2, 3 on b (127.0.0.1) (its caller is gone))");
+}
+
+namespace {
+
+// Sends what it can of `bytes`; false when the server closed the connection meanwhile.
+bool send_what_it_takes(int fd, const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+        const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// A soft limit on this process's file descriptors, for one scope.
+class FileLimit {
+public:
+    explicit FileLimit(rlim_t soft) {
+        REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+        rlimit lowered = saved_;
+        lowered.rlim_cur = soft;
+        REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+    }
+    ~FileLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+
+private:
+    rlimit saved_{};
+};
+
+int open_fds() {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        (void)entry;
+        ++count;
+    }
+    return count;
+}
+
+}  // namespace
+
+TEST_CASE("strangers' connections take at most a quarter of the caller's fds, and ranks still get in",
+          "[store][failure]") {
+    const FileLimit files(512);  // the store keeps 128 connections at most
+    const store::Server server(loopback());
+    const int before = open_fds();
+    std::vector<mpify::detail::UniqueFd> strangers;
+    for (int i = 0; i < 200; ++i) strangers.push_back(outsider(server.endpoint()));
+    // A rank arrives after them: it takes the place of the oldest silent stranger.
+    auto rank0 = mpify::detail::connect_store(settings_for(server.endpoint(), 0, 1, 5000));
+    rank0->set("mpify/joined/0", {1});
+    CHECK(rank0->get("mpify/joined/0") == std::vector<uint8_t>{1});
+    // Ours: 200 strangers' ends and the rank's; the store's: 128 connections at most.
+    CHECK(open_fds() - before <= 200 + 1 + 128 + 2);
+    CHECK(closed_by_server(strangers.front().get()));  // the oldest went first
+}
+
+TEST_CASE("strangers cannot make the store hold more than its bounds of memory", "[store][failure]") {
+    const store::Server server(loopback());
+    // Unproven (no request yet): 64 KiB at most, then it is dropped.
+    auto unproven = outsider(server.endpoint());
+    const std::string announced = std::string("\xff\xff\xff\x00", 4);  // 16 MiB - 1 announced
+    send_what_it_takes(unproven.get(), announced + std::string(100 * 1024, 'x'));
+    char c;
+    CHECK(::recv(unproven.get(), &c, 1, 0) <= 0);  // closed (a reset, when it had bytes unread)
+
+    // Proven (one well-formed request first), each holding 12 MiB of an unfinished
+    // message: 72 MiB together, past the 64 MiB the store holds; one is dropped.
+    std::vector<mpify::detail::UniqueFd> holders;
+    int dropped = 0;
+    for (int i = 0; i < 6; ++i) {
+        holders.push_back(outsider(server.endpoint()));
+        send_bytes(holders.back().get(), store::encode(store::Message{store::Tag::count, 0, {}}));
+        char reply[64];
+        REQUIRE(::recv(holders.back().get(), reply, sizeof reply, 0) > 0);
+        if (!send_what_it_takes(holders.back().get(), announced + std::string(12 << 20, 'y'))) ++dropped;
+    }
+    // One of them is closed by the server (its end reads as hung up).
+    std::vector<pollfd> watched;
+    for (auto& holder : holders) watched.push_back({holder.get(), POLLIN | POLLRDHUP, 0});
+    if (dropped == 0) REQUIRE(::poll(watched.data(), watched.size(), 10000) > 0);
+    // A rank's requests are still answered.
+    auto rank0 = mpify::detail::connect_store(settings_for(server.endpoint(), 0, 1, 5000));
+    rank0->set("k", {7});
+    CHECK(rank0->get("k") == std::vector<uint8_t>{7});
 }
