@@ -149,11 +149,11 @@ void with_rendezvous(const DdpOptions& options, int n,
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
 
     if (world == n && options.port == 0) {
-        // The whole group is here and no port was asked for: its store is a UNIX socket in
-        // a folder only this user can enter; nothing listens on the network.
-        const store::PrivateSocketFolder folder;
+        // The whole group is here and no port was asked for: its store is a UNIX socket of
+        // an unguessable name in the abstract namespace, that closes other users'
+        // connections; nothing listens on the network, nothing is left on disk.
         store::Endpoint endpoint;
-        endpoint.unix_path = folder.socket_path();
+        endpoint.unix_path = store::private_socket_name();
         const store::Server server(endpoint);
         run(environment_for(options, place, endpoint.text(), 0));
         return;

@@ -11,9 +11,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -43,14 +46,26 @@ AddrInfoList resolve(const std::string& host, int port, int datagram = 0) {
     return AddrInfoList(list);
 }
 
-sockaddr_un unix_address(const std::string& path) {
+// A UNIX socket's address and its length: a path, or "@name" in the abstract
+// namespace (a leading zero byte, and the length says where the name ends).
+struct UnixAddress {
     sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (path.size() >= sizeof address.sun_path)
+    socklen_t size = sizeof(sockaddr_un);
+    const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&address); }
+};
+
+UnixAddress unix_address(const std::string& path) {
+    UnixAddress unix;
+    unix.address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof unix.address.sun_path)
         throw UsageError(fmt::format("mpify: the socket path {} is longer than {} bytes", path,
-                                     sizeof address.sun_path - 1));
-    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-    return address;
+                                     sizeof unix.address.sun_path - 1));
+    std::memcpy(unix.address.sun_path, path.c_str(), path.size() + 1);
+    if (path.rfind('@', 0) == 0) {
+        unix.address.sun_path[0] = '\0';
+        unix.size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    }
+    return unix;
 }
 
 // A non-blocking connect to one address, finished within `deadline`; errno-style result.
@@ -102,7 +117,7 @@ std::string Endpoint::text() const {
 
 Endpoint Endpoint::parse(const std::string& text, const char* variable) {
     Endpoint e;
-    if (text.rfind("unix:/", 0) == 0) {
+    if (text.rfind("unix:/", 0) == 0 || text.rfind("unix:@", 0) == 0) {
         e.unix_path = text.substr(5);
         return e;
     }
@@ -125,28 +140,26 @@ std::string Endpoint::describe() const {
     return unix_path.empty() ? fmt::format("{}:{}", host, port) : "the UNIX socket " + unix_path;
 }
 
-PrivateSocketFolder::PrivateSocketFolder() {
-    // $TMPDIR when a socket path fits there (108 bytes at most), else /tmp. mkdtemp makes
-    // the folder 0700 under a name nobody can guess or take first.
-    const char* tmpdir = std::getenv("TMPDIR");
-    std::string base = tmpdir && *tmpdir && std::strlen(tmpdir) < 60 ? tmpdir : "/tmp";
-    std::string folder = base + "/mpify-group-XXXXXX";
-    if (::mkdtemp(folder.data()) == nullptr)
-        throw Error(fmt::format("mpify::in_ddp: cannot make a private folder for the group's socket in {}: {}",
-                                base, std::strerror(errno)));
-    folder_ = folder;
+std::string private_socket_name() {
+    unsigned char bytes[16];
+    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+        throw Error(fmt::format("mpify::in_ddp: no random bytes for the group's socket name: {}", std::strerror(errno)));
+    std::string name = "@mpify-group-";
+    for (const unsigned char byte : bytes) name += fmt::format("{:02x}", byte);
+    return name;
 }
 
-PrivateSocketFolder::~PrivateSocketFolder() {
-    ::unlink(socket_path().c_str());
-    ::rmdir(folder_.c_str());
+bool peer_is_this_user(int fd) {
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && peer.uid == ::geteuid();
 }
 
 UniqueFd listen_at(Endpoint& endpoint) {
     if (!endpoint.unix_path.empty()) {
         UniqueFd fd = new_socket(AF_UNIX);
-        const sockaddr_un address = unix_address(endpoint.unix_path);
-        if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        const UnixAddress address = unix_address(endpoint.unix_path);
+        if (::bind(fd.get(), address.get(), address.size) != 0 ||
             ::listen(fd.get(), 128) != 0)
             throw UsageError(fmt::format("mpify: cannot listen at {}: {}", endpoint.describe(),
                                          std::strerror(errno)));
@@ -197,8 +210,8 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
             return fd;
         };
         if (!endpoint.unix_path.empty()) {
-            const sockaddr_un address = unix_address(endpoint.unix_path);
-            return try_address(AF_UNIX, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+            const UnixAddress address = unix_address(endpoint.unix_path);
+            return try_address(AF_UNIX, address.get(), address.size);
         }
         const AddrInfoList list = resolve(endpoint.host, endpoint.port);
         for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next)

@@ -1,8 +1,8 @@
 #pragma once
-// Where a group's rendezvous store is: a UNIX socket in a private folder when the whole
-// group is on this machine (nothing another machine, or another user, can reach), or a
-// TCP port on the master's address when it spans machines (bound to that address only,
-// never to every interface).
+// Where a group's rendezvous store is: a UNIX socket when the whole group is on this
+// machine (nothing another machine can reach; the server closes connections of other
+// users at once), or a TCP port on the master's address when it spans machines (bound
+// to that address only, never to every interface).
 #include "common/unique_fd.hpp"
 
 #include <sys/socket.h>
@@ -13,11 +13,13 @@
 namespace mpify::detail::store {
 
 struct Endpoint {
-    std::string unix_path;  ///< non-empty: a UNIX socket
+    /// Non-empty: a UNIX socket; "@name" for a name in Linux's abstract namespace (no
+    /// file: nothing is left behind, whatever ends the process).
+    std::string unix_path;
     std::string host;       ///< else: TCP to host:port
     int port = 0;
 
-    /// "unix:/path" or "tcp:host:port", as it travels in the environment.
+    /// "unix:/path", "unix:@name" or "tcp:host:port", as it travels in the environment.
     std::string text() const;
     /// Parses text(); throws UsageError naming `variable` on anything else.
     static Endpoint parse(const std::string& text, const char* variable);
@@ -25,19 +27,12 @@ struct Endpoint {
     std::string describe() const;
 };
 
-/// A folder only this user can enter, for one group's UNIX socket; removed (with the
-/// socket) when this object ends.
-class PrivateSocketFolder {
-public:
-    PrivateSocketFolder();  ///< throws Error naming the folder it could not make
-    ~PrivateSocketFolder();
-    PrivateSocketFolder(const PrivateSocketFolder&) = delete;
-    PrivateSocketFolder& operator=(const PrivateSocketFolder&) = delete;
-    std::string socket_path() const { return folder_ + "/store"; }
+/// A fresh name in the abstract namespace for one group's UNIX socket: "@mpify-group-"
+/// and 128 random bits, so that nobody can guess it, or take it first.
+std::string private_socket_name();
 
-private:
-    std::string folder_;
-};
+/// True when the peer of a UNIX socket connection runs as this process's user.
+bool peer_is_this_user(int fd);
 
 /// A listening socket at `endpoint`; with TCP port 0 the kernel picks a free port, which
 /// is written back into `endpoint`. Throws UsageError saying why it cannot listen there.

@@ -314,6 +314,8 @@ void Server::accept_one() {
         }
         return;
     }
+    // On a UNIX socket, only this user's processes (the group's ranks) are served.
+    if (!endpoint_.unix_path.empty() && !peer_is_this_user(accepted.get())) return;  // `accepted` closes
     // At the limit, a newcomer takes the place of the oldest unproven connection; when
     // every connection has proven itself, the newcomer is refused.
     if (connections.size() >= state_->connection_limit) {

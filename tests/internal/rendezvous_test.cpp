@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -92,9 +94,8 @@ TEST_CASE("a rank that never joins is named when the timeout runs out", "[store]
 }
 
 TEST_CASE("outsiders' bytes close their own connection and leave the group's rendezvous working", "[store][failure]") {
-    const store::PrivateSocketFolder folder;
     store::Endpoint e;
-    e.unix_path = folder.socket_path();
+    e.unix_path = store::private_socket_name();
     const store::Server server(e);
     auto silent = outsider(e);
     send_bytes(silent.get(), "x");  // one byte, then nothing: a half message
@@ -123,9 +124,8 @@ TEST_CASE("outsiders' bytes close their own connection and leave the group's ren
 TEST_CASE("a store that never answers cannot hold a wait past its timeout", "[store][failure]") {
     // A listening socket nobody serves: the connection is accepted by the kernel, and
     // no reply ever comes.
-    const store::PrivateSocketFolder folder;
     store::Endpoint e;
-    e.unix_path = folder.socket_path();
+    e.unix_path = store::private_socket_name();
     const auto listener = store::listen_at(e);
     store::Client client(e, std::chrono::milliseconds(300));
     const auto start = Clock::now();
@@ -243,4 +243,39 @@ TEST_CASE("strangers cannot make the store hold more than its bounds of memory",
     auto rank0 = mpify::detail::connect_store(settings_for(server.endpoint(), 0, 1, 5000));
     rank0->set("k", {7});
     CHECK(rank0->get("k") == std::vector<uint8_t>{7});
+}
+
+TEST_CASE("a one-machine store lives in the abstract namespace and closes other users' connections at once",
+          "[store][failure]") {
+    store::Endpoint e;
+    e.unix_path = store::private_socket_name();
+    REQUIRE(e.unix_path.rfind("@mpify-group-", 0) == 0);
+    CHECK(e.unix_path.size() == 13 + 32);  // 128 random bits
+    const store::Server server(e);
+    CHECK(store::Endpoint::parse(e.text(), "MPIFY_STORE").unix_path == e.unix_path);
+    if (::geteuid() == 0) {
+        // A process of user 65534 connects: closed before it can ask anything.
+        const pid_t stranger = ::fork();
+        REQUIRE(stranger >= 0);
+        if (stranger == 0) {
+            if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+            try {
+                auto fd = store::connect_to(e, Clock::now() + std::chrono::seconds(5));
+                const std::string request = store::encode(store::Message{store::Tag::count, 0, {}});
+                (void)!::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
+                char c;
+                ::_exit(::recv(fd.get(), &c, 1, 0) <= 0 ? 0 : 1);  // 0: closed without an answer
+            } catch (...) {
+                ::_exit(3);
+            }
+        }
+        int status = 0;
+        REQUIRE(::waitpid(stranger, &status, 0) == stranger);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    // This user's rank is served.
+    auto rank0 = mpify::detail::connect_store(settings_for(e, 0, 1, 5000));
+    rank0->set("k", {1});
+    CHECK(rank0->get("k") == std::vector<uint8_t>{1});
 }
