@@ -108,7 +108,7 @@ TemplateReply decode_reply(std::string_view bytes) {
     WireReader in(bytes);
     TemplateReply reply;
     const std::uint32_t status = in.u32();
-    if (status > static_cast<std::uint32_t>(TemplateStatus::unusable))
+    if (status > static_cast<std::uint32_t>(TemplateStatus::no_process_slot))
         throw std::runtime_error("mpify: the template answered with unknown status " + std::to_string(status));
     reply.status = static_cast<TemplateStatus>(status);
     reply.pid = in.i64();

@@ -31,6 +31,9 @@ enum class TemplateStatus : std::uint32_t {
     failed = 1,         ///< this request failed (message says why); the template serves on
     stale_library = 2,  ///< the library changed on disk since the template loaded it
     unusable = 3,       ///< the template cannot fork safely (threads); it exits
+    /// The fork found no process slot (EAGAIN: a process limit, a cgroup's pids.max),
+    /// where the template itself takes one.
+    no_process_slot = 4,
 };
 
 struct TemplateReply {

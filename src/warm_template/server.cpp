@@ -98,7 +98,9 @@ TemplateReply serve_fork_request(const ForkRequest& request, const std::vector<U
     }
     if (const int threads = thread_count(); threads != 1) return threaded(threads);
     const pid_t pid = fork_for_parent();
-    if (pid < 0) return {TemplateStatus::failed, -1, fmt::format("clone failed: {}", std::strerror(errno))};
+    if (pid < 0)
+        return {errno == EAGAIN ? TemplateStatus::no_process_slot : TemplateStatus::failed, -1,
+                fmt::format("clone failed: {}", std::strerror(errno))};
     if (pid == 0) become_worker(request, fds, devnull);
     return {TemplateStatus::ok, pid, {}};
 }

@@ -114,6 +114,9 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
                                                  e.what()));
                 break;  // no second template for this call: exec, said once
             }
+            // No process slot for the fork: the template's slot, given back just now, is
+            // the one the exec'd worker takes; the next call starts a template again.
+            if (e.kind() == Kind::crowding) break;
             if (e.kind() == Kind::unusable) {
                 t.exec_only.insert(program);
                 break;

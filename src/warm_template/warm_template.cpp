@@ -139,6 +139,7 @@ ChildProcess WarmTemplate::request_worker(const LaunchSpec& spec, const std::str
         case TemplateStatus::ok: break;
         case TemplateStatus::stale_library: throw TemplateUnavailable(Kind::stale, reply.message);
         case TemplateStatus::unusable: throw TemplateUnavailable(Kind::unusable, reply.message);
+        case TemplateStatus::no_process_slot: throw TemplateUnavailable(Kind::crowding, reply.message);
         default: throw TemplateUnavailable(Kind::this_call, reply.message);
     }
     return adopt_child(static_cast<pid_t>(reply.pid));  // forked as our own child

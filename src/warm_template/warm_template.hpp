@@ -23,6 +23,7 @@ public:
         unusable,   ///< it can never fork safely (threads): use exec for this host
         this_call,  ///< this request failed (too large an environment...): exec this worker
         silent,     ///< no answer in time (stopped, stuck): it is killed; exec this call's workers
+        crowding,   ///< no process slot for the fork: the template's own is given back for an exec
     };
     TemplateUnavailable(Kind kind, const std::string& reason) : std::runtime_error(reason), kind_(kind) {}
     Kind kind() const { return kind_; }

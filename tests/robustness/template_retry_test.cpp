@@ -124,3 +124,28 @@ TEST_CASE("a template whose start found no free process slot is tried again on a
     CHECK(mpify_test::warm_templates_of(::getpid()).size() == templates_before);
     CHECK(mpify_test::has_no_children());
 }
+
+TEST_CASE("a fork that finds no process slot gives the template's own slot to an exec'd worker",
+          "[robustness][template]") {
+    if (mpify_test::spawner_under_test() != mpify::Spawner::warm_template) return;
+    PidsCgroup group;
+    if (!group.usable()) {
+        WARN("needs root and a writable cgroup v1 pids controller at " << PidsCgroup::root);
+        return;
+    }
+    CHECK(mpify::ranch(workers_only("crowded"), 1, in_program::add, 1, 2) == std::vector<int>{3});
+    REQUIRE(mpify_test::warm_templates_of(::getpid()).size() == 1);
+
+    // Room for one task more than now (the template counts): the first worker forks, the
+    // second finds no slot; the template makes way and the second worker is exec'd.
+    group.limit(std::to_string(group.tasks() + 1));
+    std::string log;
+    {
+        CapturedStderr captured;
+        CHECK(mpify::ranch(workers_only("crowded"), 2, in_program::add, 1, 2) == std::vector<int>{3, 4});
+        log = captured.text();
+    }
+    CHECK_THAT(log, Catch::Contains("by exec") && Catch::Contains("clone failed"));
+    group.limit("max");
+    CHECK(mpify_test::has_no_children());
+}
