@@ -82,6 +82,12 @@ private:
     int saved_;
 };
 
+// True when the group can limit processes; else says what it needs (the test is skipped).
+bool usable_or_warn(const PidsCgroup& group) {
+    if (!group.usable()) WARN("needs root and a writable cgroup v1 pids controller at " << PidsCgroup::root);
+    return group.usable();
+}
+
 // Workers only (no thread watches them beside the caller's rank) and a load-time
 // variable of their own, so that each `flavour` has a template of its own.
 mpify::Options workers_only(const std::string& flavour) {
@@ -97,10 +103,7 @@ TEST_CASE("a template whose start found no free process slot is tried again on a
           "[robustness][template]") {
     if (mpify_test::spawner_under_test() != mpify::Spawner::warm_template) return;
     PidsCgroup group;
-    if (!group.usable()) {
-        WARN("needs root and a writable cgroup v1 pids controller at " << PidsCgroup::root);
-        return;
-    }
+    if (!usable_or_warn(group)) return;
     // A template made inside the group (and the thread that starts templates), so that
     // the one below replaces a task that counts.
     CHECK(mpify::ranch(workers_only("first"), 1, in_program::add, 1, 2) == std::vector<int>{3});
@@ -129,10 +132,7 @@ TEST_CASE("a fork that finds no process slot gives the template's own slot to an
           "[robustness][template]") {
     if (mpify_test::spawner_under_test() != mpify::Spawner::warm_template) return;
     PidsCgroup group;
-    if (!group.usable()) {
-        WARN("needs root and a writable cgroup v1 pids controller at " << PidsCgroup::root);
-        return;
-    }
+    if (!usable_or_warn(group)) return;
     CHECK(mpify::ranch(workers_only("crowded"), 1, in_program::add, 1, 2) == std::vector<int>{3});
     REQUIRE(mpify_test::warm_templates_of(::getpid()).size() == 1);
 
