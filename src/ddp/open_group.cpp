@@ -1,6 +1,8 @@
 #include "ddp/open_group.hpp"
 
 #include "call/environment.hpp"
+#include "ddp/gloo_release.hpp"
+#include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "store/endpoint.hpp"
@@ -8,12 +10,14 @@
 
 #include <mpify/error.hpp>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -71,6 +75,57 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_group(const c10::intrusive_ptr<c10
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, s.rank, s.world_size, options);
 }
 
+// How many times a Gloo group is formed anew, on fresh ports, when a connection between
+// its ranks fails or brings no proof (pair_proof.hpp), before the guard gives up.
+constexpr int gloo_attempts = 3;
+// How long connected ranks wait for each other's proofs. The ranks start proving
+// together (all finished connecting), and 32 bytes take them milliseconds; the bound is
+// what a pair held by a process that sends nothing costs, and a rank held up longer than
+// this (a loaded machine) costs one more attempt, not an error.
+constexpr std::chrono::milliseconds proof_patience{3000};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "" when no rank reported trouble, else "rank 1: ...; rank 2: ...".
+std::string troubles(const std::vector<std::string>& reports) {
+    std::string text;
+    for (std::size_t rank = 0; rank < reports.size(); ++rank)
+        if (!reports[rank].empty()) text += fmt::format("{}rank {}: {}", text.empty() ? "" : "; ", rank, reports[rank]);
+    return text;
+}
+
+// A Gloo group whose every pair proved to be its two ranks' connection, formed again when
+// one did not (each attempt under a prefix of its own, so on new ports).
+c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<store::Client>& store,
+                                                       const DdpSettings& s) {
+    std::string last;
+    for (int attempt = 0; attempt < gloo_attempts; ++attempt) {
+        const std::string phase = "gloo" + std::to_string(attempt);
+        // The attempt's keys: c10d's PrefixStore puts a '/' between this and Gloo's keys.
+        const std::string prefix = "mpify/" + phase;
+        publish_proof(*store, prefix, s.rank);
+        c10::intrusive_ptr<c10d::ProcessGroup> group;
+        std::string trouble;
+        try {
+            group = create_group(c10::make_intrusive<c10d::PrefixStore>(prefix, store), s, Backend::gloo);
+        } catch (const std::exception& e) {
+            trouble = "its connections failed: " + first_line(e.what());
+            release_waiting_peers(*store, prefix, s);
+        }
+        last = troubles(gather_reports(*store, s, phase + "/connected", trouble, "did not finish connecting"));
+        if (!last.empty()) continue;
+        trouble = prove_pairs(*group, *store, prefix, s, std::min(s.timeout, proof_patience));
+        last = troubles(gather_reports(*store, s, phase + "/proven", trouble, "did not prove its connections"));
+        if (last.empty()) return group;
+    }
+    throw Error(fmt::format(
+        "mpify::DdpGuard (rank {} of {}): the group's connections failed {} times; the last time {}. Gloo takes the "
+        "first connection that reaches each of its listening ports, so on a machine shared with others this is what "
+        "another process connecting to those ports does (the group refuses to run with it); see the README, "
+        "'Failure and security'.",
+        s.rank, s.world_size, gloo_attempts, last));
+}
+
 void bind_device(const DdpSettings& s, Backend backend) {
 #ifdef USE_C10D_NCCL
     if (backend != Backend::nccl) return;
@@ -107,8 +162,12 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     auto store = connect_store(s);
     state->store = store;
     wait_for_all(*store, s, "joined", "did not join the group");
+    if (backend == Backend::gloo) {
+        state->group = form_gloo_group(store, s);
+        return state;
+    }
     state->group = create_group(state->store, s, backend);
-    // Gloo's constructor can return on one rank while a peer is still completing its
+    // A constructor can return on one rank while a peer is still completing its
     // connections: nobody goes on (and perhaps tears the group down) before all are done.
     wait_for_all(*store, s, "connected", "did not finish connecting");
     return state;

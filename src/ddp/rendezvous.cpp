@@ -74,8 +74,13 @@ std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Mem
     return " (" + text + ")";
 }
 
-void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure) {
-    store.set(key(phase, s.rank), std::vector<uint8_t>{1});
+namespace {
+
+// Sets `phase`/<s.rank> to `value`, then waits (within s.timeout in all) until every rank
+// has set its key; throws Error naming the ranks still missing.
+void post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
+                   const std::vector<uint8_t>& value, const char* failure) {
+    store.set(key(phase, s.rank), value);
     const auto deadline = std::chrono::steady_clock::now() + s.timeout;
     for (int rank = 0; rank < s.world_size; ++rank) {
         const auto left =
@@ -91,6 +96,20 @@ void wait_for_all(store::Client& store, const DdpSettings& s, const std::string&
                 s.timeout.count()));
         }
     }
+}
+
+}  // namespace
+
+void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure) {
+    post_and_wait(store, s, phase, std::vector<uint8_t>{1}, failure);
+}
+
+std::vector<std::string> gather_reports(store::Client& store, const DdpSettings& s, const std::string& phase,
+                                        const std::string& report, const char* failure) {
+    post_and_wait(store, s, phase, store::as_bytes("#" + report), failure);  // "#": never an empty value
+    std::vector<std::string> reports;
+    for (int rank = 0; rank < s.world_size; ++rank) reports.push_back(store::as_string(store.get(key(phase, rank))).substr(1));
+    return reports;
 }
 
 }  // namespace mpify::detail

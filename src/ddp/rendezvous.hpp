@@ -23,6 +23,11 @@ c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s);
 /// saying what they failed to do ("did not join the group").
 void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure);
 
+/// As wait_for_all, with `report` (this rank's word on the phase: "" for all is well) as
+/// the value of its key; returns every rank's report, by rank.
+std::vector<std::string> gather_reports(store::Client& store, const DdpSettings& s, const std::string& phase,
+                                        const std::string& report, const char* failure);
+
 /// " (host a: ranks 0-1; no word from the machine of ranks 2-3)": where `ranks` run, as
 /// far as the callers that introduced themselves to the store tell.
 std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members);

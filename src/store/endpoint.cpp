@@ -1,6 +1,7 @@
 #include "store/endpoint.hpp"
 
 #include "common/posix.hpp"
+#include "common/random_token.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/interrupt.hpp>
@@ -11,7 +12,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -140,14 +140,7 @@ std::string Endpoint::describe() const {
     return unix_path.empty() ? fmt::format("{}:{}", host, port) : "the UNIX socket " + unix_path;
 }
 
-std::string private_socket_name() {
-    unsigned char bytes[16];
-    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
-        throw Error(fmt::format("mpify::in_ddp: no random bytes for the group's socket name: {}", std::strerror(errno)));
-    std::string name = "@mpify-group-";
-    for (const unsigned char byte : bytes) name += fmt::format("{:02x}", byte);
-    return name;
-}
+std::string private_socket_name() { return "@mpify-group-" + random_token("the group's socket name"); }
 
 bool peer_is_this_user(int fd) {
     ucred peer{};

@@ -1,0 +1,13 @@
+#pragma once
+// Secrets that only those told can know: names of private sockets, the proofs a group's
+// ranks exchange over their connections.
+#include <string>
+
+namespace mpify::detail {
+
+/// 128 random bits from the kernel (getrandom), as 32 hexadecimal digits. Throws Error
+/// saying what the token was for (`purpose`: "the group's socket name") if the kernel
+/// has none to give.
+std::string random_token(const char* purpose);
+
+}  // namespace mpify::detail

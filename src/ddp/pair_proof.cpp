@@ -1,0 +1,74 @@
+#include "ddp/pair_proof.hpp"
+
+#include "common/random_token.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace mpify::detail {
+namespace {
+
+constexpr int proof_tag = 0x6d70;  // a tag of its own: the group has carried nothing else yet
+
+std::string proof_key(const std::string& prefix, int rank) { return prefix + "/proof/" + std::to_string(rank); }
+
+at::Tensor as_tensor(const std::string& token) {
+    at::Tensor t = at::empty({static_cast<int64_t>(token.size())}, at::kByte);
+    std::memcpy(t.data_ptr(), token.data(), token.size());
+    return t;
+}
+
+std::string as_text(const at::Tensor& t) { return std::string(static_cast<const char*>(t.data_ptr()), t.numel()); }
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+void publish_proof(store::Client& store, const std::string& prefix, int rank) {
+    store.set(proof_key(prefix, rank), store::as_bytes(random_token("the proofs of the group's connections")));
+}
+
+std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
+                        const DdpSettings& s, std::chrono::milliseconds patience) {
+    const std::string mine = store::as_string(store.get(proof_key(prefix, s.rank)));
+    const auto world = static_cast<std::size_t>(s.world_size);
+    std::vector<c10::intrusive_ptr<c10d::Work>> sends(world), receives(world);
+    std::vector<at::Tensor> received(world);
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    int peer = 0;  // the pair at hand, for the message
+    try {
+        for (peer = 0; peer < s.world_size; ++peer) {
+            if (peer == s.rank) continue;
+            std::vector<at::Tensor> out{as_tensor(mine)};
+            sends[peer] = group.send(out, peer, proof_tag);
+            received[peer] = at::zeros({static_cast<int64_t>(mine.size())}, at::kByte);
+            std::vector<at::Tensor> in{received[peer]};
+            receives[peer] = group.recv(in, peer, proof_tag);
+        }
+        for (peer = 0; peer < s.world_size; ++peer) {
+            if (peer == s.rank) continue;
+            receives[peer]->wait(left_until(deadline));
+            if (as_text(received[peer]) != store::as_string(store.get(proof_key(prefix, peer))))
+                return fmt::format("the connection Gloo accepted for rank {0} did not bring rank {0}'s proof: "
+                                   "another process took its place",
+                                   peer);
+        }
+        for (peer = 0; peer < s.world_size; ++peer)
+            if (peer != s.rank) sends[peer]->wait(left_until(deadline));
+    } catch (const std::exception& e) {
+        return fmt::format("its connection with rank {} failed as the ranks proved their connections ({})", peer,
+                           first_line(e.what()));
+    }
+    return "";
+}
+
+}  // namespace mpify::detail
