@@ -55,17 +55,17 @@ struct UnixAddress {
 };
 
 UnixAddress unix_address(const std::string& path) {
-    UnixAddress unix;
-    unix.address.sun_family = AF_UNIX;
-    if (path.size() >= sizeof unix.address.sun_path)
+    UnixAddress named;
+    named.address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof named.address.sun_path)
         throw UsageError(fmt::format("mpify: the socket path {} is longer than {} bytes", path,
-                                     sizeof unix.address.sun_path - 1));
-    std::memcpy(unix.address.sun_path, path.c_str(), path.size() + 1);
+                                     sizeof named.address.sun_path - 1));
+    std::memcpy(named.address.sun_path, path.c_str(), path.size() + 1);
     if (path.rfind('@', 0) == 0) {
-        unix.address.sun_path[0] = '\0';
-        unix.size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+        named.address.sun_path[0] = '\0';
+        named.size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
     }
-    return unix;
+    return named;
 }
 
 // A non-blocking connect to one address, finished within `deadline`; errno-style result.

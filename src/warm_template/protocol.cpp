@@ -108,7 +108,7 @@ TemplateReply decode_reply(std::string_view bytes) {
     WireReader in(bytes);
     TemplateReply reply;
     const std::uint32_t status = in.u32();
-    if (status > static_cast<std::uint32_t>(TemplateStatus::no_process_slot))
+    if (status > static_cast<std::uint32_t>(last_template_status))
         throw std::runtime_error("mpify: the template answered with unknown status " + std::to_string(status));
     reply.status = static_cast<TemplateStatus>(status);
     reply.pid = in.i64();

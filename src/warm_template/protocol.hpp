@@ -35,6 +35,8 @@ enum class TemplateStatus : std::uint32_t {
     /// where the template itself takes one.
     no_process_slot = 4,
 };
+/// The highest status a reply may carry: a decoder refuses any above it.
+constexpr TemplateStatus last_template_status = TemplateStatus::no_process_slot;
 
 struct TemplateReply {
     TemplateStatus status = TemplateStatus::ok;
