@@ -14,5 +14,6 @@ int main(int argc, char** argv) {
     options.world_size = std::atoi(argv[3]);
     options.port = std::atoi(argv[4]);
     options.timeout = std::chrono::seconds(60);
-    std::cout << "allreduce = " << mpify::in_ddp(options, std::atoi(argv[1]), ddp_test::allreduce_rank) << std::endl;
+    const auto sum = mpify::in_ddp(options, std::atoi(argv[1]), ddp_test::allreduce_rank);  // before the line begins
+    std::cout << "allreduce = " << sum << std::endl;
 }

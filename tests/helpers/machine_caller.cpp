@@ -37,8 +37,12 @@ int main(int argc, char** argv) {
         mpify::DdpOptions options = mpify::DdpOptions::from_environment();
         options.timeout = std::chrono::milliseconds(argc > 3 ? std::atoi(argv[3]) : 60000);
         if (mode == "allreduce") {
-            std::cout << "allreduce = " << mpify::in_ddp(options, n, ddp_test::allreduce_rank) << std::endl;
-            std::cout << "variables: " << mpify::in_ddp(options, n, ddp_test::torchrun_variables) << std::endl;
+            // Each result before its line is begun: a call flushes the caller's stdout
+            // when it starts, and mpirun mixes the two callers' partial lines.
+            const auto sum = mpify::in_ddp(options, n, ddp_test::allreduce_rank);
+            std::cout << "allreduce = " << sum << std::endl;
+            const std::string variables = mpify::in_ddp(options, n, ddp_test::torchrun_variables);
+            std::cout << "variables: " << variables << std::endl;
         } else if (mode == "train") {
             ddp_test::TrainSpec spec;
             spec.steps = 5;

@@ -23,13 +23,19 @@ public:
         REQUIRE(::pipe2(ends_, O_CLOEXEC) == 0);
         REQUIRE(::dup2(ends_[1], fd_) == fd_);
     }
-    ~UnreadPipe() { restore(); }
+    ~UnreadPipe() {
+        restore();
+        ::close(ends_[0]);
+    }
     UnreadPipe(const UnreadPipe&) = delete;
     UnreadPipe& operator=(const UnreadPipe&) = delete;
 
-    // Puts `fd` back and returns what the pipe holds.
+    // Puts `fd` back and returns what the pipe holds. It reads what is there, not until
+    // the end: a warm template started by the call holds the pipe as its stderr for as
+    // long as it lives.
     std::string read_all() {
         restore();
+        REQUIRE(::fcntl(ends_[0], F_SETFL, O_NONBLOCK) == 0);
         std::string text;
         char buffer[4096];
         for (ssize_t n; (n = ::read(ends_[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
