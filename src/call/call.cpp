@@ -1,6 +1,7 @@
 #include "call/call.hpp"
 
 #include "call/environment.hpp"
+#include "common/scoped_environment.hpp"
 #include "launch/start_worker.hpp"
 #include "launch/worker_host.hpp"
 #include "wire/messages.hpp"

@@ -10,17 +10,16 @@
 // otherwise it is listed, at its time, among the others. A failure of the call itself
 // (the output callback threw) stopped every rank: it comes before all of these. An
 // interrupt comes first of all: the user stopped the call, whatever broke afterwards.
+#include "common/clock.hpp"
+
 #include <mpify/error.hpp>
 
-#include <chrono>
 #include <exception>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace mpify::detail {
-
-using Clock = std::chrono::steady_clock;
 
 class FailureLog {
 public:

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,8 +56,7 @@ Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> 
     : options_(options),
       deadline_(deadline),
       failures_(failures),
-      interrupts_(interrupts),
-      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      interrupts_(interrupts) {}
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_)
@@ -78,10 +76,7 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
     workers_.push_back(std::move(w));
 }
 
-void Supervisor::request_stop() noexcept {
-    const std::uint64_t one = 1;
-    (void)!::write(wake_.get(), &one, sizeof one);
-}
+void Supervisor::request_stop() noexcept { wake_.notify(); }
 
 std::optional<std::string> Supervisor::take_result(int rank) {
     for (auto& w : workers_)
@@ -110,7 +105,7 @@ void Supervisor::poll_once() {
     // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it);
     // fds[2], fds[3]: the caller's stdout and stderr, while lines wait for them (else -1).
     const bool watching_interrupts = !failures_.interrupted() && interrupts_.fd() >= 0;
-    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0},
+    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0},
                             {watching_interrupts ? interrupts_.fd() : -1, POLLIN, 0},
                             {caller_streams_.fd_to_watch(Stream::out), POLLOUT, 0},
                             {caller_streams_.fd_to_watch(Stream::err), POLLOUT, 0}};
@@ -147,8 +142,7 @@ void Supervisor::poll_once() {
 
     if (ready > 0) {
         if (fds[0].revents & POLLIN) {
-            std::uint64_t count;
-            (void)!::read(wake_.get(), &count, sizeof count);
+            wake_.clear();
             stop_all();
         }
         if (fds[1].revents & POLLIN) interrupts_.clear_wakeup();

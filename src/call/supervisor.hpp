@@ -10,6 +10,7 @@
 #include "call/failure_log.hpp"
 #include "call/interrupt_watch.hpp"
 #include "call/output_relay.hpp"
+#include "common/event_fd.hpp"
 #include "common/unique_fd.hpp"
 #include "launch/start_worker.hpp"
 #include "wire/frames.hpp"
@@ -71,7 +72,7 @@ private:
     std::vector<std::unique_ptr<Worker>> workers_;
     FailureLog& failures_;
     InterruptWatch& interrupts_;
-    UniqueFd wake_;  // eventfd written by request_stop()
+    EventFd wake_{"the call's stop"};  // notified by request_stop()
     CallerStreams caller_streams_;  // where the workers' lines go, unless Options::on_output takes them
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
 };

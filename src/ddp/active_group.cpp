@@ -1,6 +1,6 @@
 #include "ddp/active_group.hpp"
 
-#include "call/environment.hpp"
+#include "common/scoped_environment.hpp"
 #include "ddp/open_group.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "store/server.hpp"

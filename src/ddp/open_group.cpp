@@ -1,6 +1,6 @@
 #include "ddp/open_group.hpp"
 
-#include "call/environment.hpp"
+#include "common/scoped_environment.hpp"
 #include "ddp/gloo_release.hpp"
 #include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"

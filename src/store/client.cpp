@@ -1,5 +1,6 @@
 #include "store/client.hpp"
 
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
@@ -13,8 +14,6 @@
 
 namespace mpify::detail::store {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // How long past its own timeout a get or wait waits for the store's "timed out", and
 // how long any other request may take: a store that does not answer by then is gone.

@@ -1,13 +1,11 @@
 #include "store/server.hpp"
 
 #include "common/posix.hpp"
+#include "common/signal_free_thread.hpp"
 #include "store/message.hpp"
 
 #include <netdb.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -83,24 +81,11 @@ struct Server::State {
 
 Server::Server(Endpoint endpoint) : endpoint_(std::move(endpoint)), state_(std::make_unique<State>()) {
     listener_ = listen_at(endpoint_);
-    wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!wake_) throw std::system_error(errno, std::generic_category(), "mpify: eventfd for the store");
-    // The serving thread takes no signal: they stay with the application's threads.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
-    try {
-        thread_ = std::thread([this] { serve(); });
-    } catch (...) {
-        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        throw;
-    }
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    thread_ = start_signal_free_thread([this] { serve(); });
 }
 
 Server::~Server() {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto written = ::write(wake_.get(), &one, sizeof one);
+    wake_.notify();
     thread_.join();
 }
 
@@ -220,7 +205,7 @@ void Server::process(Connection& c) {
     }
 }
 
-Server::Clock::time_point Server::settle_blocked(Clock::time_point now) {
+Clock::time_point Server::settle_blocked(Clock::time_point now) {
     auto next_deadline = Clock::time_point::max();
     for (auto& c : state_->connections) {
         if (!c->blocked) continue;
@@ -360,7 +345,7 @@ void Server::serve() {
         for (const auto& c : connections)
             if (!c->proven) next_deadline = std::min(next_deadline, c->accepted_at + unproven_time);
 
-        polled.assign({{wake_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
+        polled.assign({{wake_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
         if (now < state_->listener_paused_until) {
             polled[1].fd = -1;  // poll skips it
             next_deadline = std::min(next_deadline, state_->listener_paused_until);

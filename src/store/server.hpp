@@ -10,6 +10,8 @@
 // newcomer takes the place of a connection that has not sent a request yet), gives
 // such an unproven connection 64 KiB and 30 s to send one, holds 64 MiB of messages in
 // all (beyond, the connection holding most is dropped) and stores 256 MiB of keys.
+#include "common/clock.hpp"
+#include "common/event_fd.hpp"
 #include "store/endpoint.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
@@ -40,7 +42,6 @@ public:
     std::vector<Member> members() const;
 
 private:
-    using Clock = std::chrono::steady_clock;
     struct Connection;
     struct State;
 
@@ -76,7 +77,7 @@ private:
 
     Endpoint endpoint_;
     UniqueFd listener_;
-    UniqueFd wake_;  ///< an eventfd: the destructor's "stop"
+    EventFd wake_{"the store's stop"};  ///< the destructor's "stop"
     std::unique_ptr<State> state_;
     mutable std::mutex members_mutex_;
     std::vector<Member> members_;  ///< guarded by members_mutex_

@@ -1,7 +1,7 @@
 #include "warm_template/lasting_thread.hpp"
 
-#include <pthread.h>
-#include <signal.h>
+#include "common/signal_free_thread.hpp"
+
 #include <unistd.h>
 
 #include <condition_variable>
@@ -16,18 +16,7 @@ namespace {
 class LastingThread {
 public:
     LastingThread() {
-        // Signals are for the application's threads: block them all here (the new
-        // thread inherits this mask), so no handler of the application runs on it.
-        sigset_t all, previous;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &previous);
-        try {
-            std::thread([this] { serve(); }).detach();  // lives as long as the process
-        } catch (...) {
-            pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-            throw;
-        }
-        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        start_signal_free_thread([this] { serve(); }).detach();  // lives as long as the process
     }
 
     void run(const std::function<void()>& task) {
