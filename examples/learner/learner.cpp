@@ -118,7 +118,62 @@ at::Tensor Learner::forward_train(const at::Tensor& inputs) {
     return ddp_model_ ? (*ddp_model_)(inputs) : model_->forward(inputs);
 }
 
-History Learner::run(int epochs, const std::function<std::pair<double, double>(double)>& schedule) {
+double Learner::train_epoch(torch::optim::AdamW& optimizer, const at::Tensor& order, int epoch,
+                            std::int64_t batches, double total_steps, const Schedule& schedule,
+                            History& history) {
+    const std::int64_t batch = data_.batch_size;
+    double loss_sum = 0;
+    model_->train();
+    for (std::int64_t b = 0; b < batches; ++b) {
+        const auto [lr, momentum] = schedule((epoch * batches + b) / total_steps);
+        apply(optimizer, lr, momentum);
+        const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
+        optimizer.zero_grad();
+        const at::Tensor loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
+                                      data_.train.targets.index_select(0, rows));
+        loss.backward();
+        optimizer.step();
+        const double value = loss.item<double>();
+        loss_sum += value;
+        history.batch_losses.push_back(value);
+        for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
+    }
+    return loss_sum;
+}
+
+void Learner::add_validation(const at::Tensor& rows, std::vector<double>& sums) {
+    const std::int64_t batch = data_.batch_size;
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    for (std::int64_t start = 0; start < rows.size(0); start += batch) {
+        const at::Tensor some = rows.narrow(0, start, std::min(batch, rows.size(0) - start));
+        const at::Tensor target = data_.valid.targets.index_select(0, some);
+        const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, some));
+        const double n = static_cast<double>(some.size(0));
+        sums[2] += loss_(output, target).item<double>() * n;
+        sums[3] += n;
+        for (std::size_t m = 0; m < metrics_.size(); ++m) {
+            const auto [sum, count] = metrics_[m].batch(output, target);
+            sums[4 + 2 * m] += sum;
+            sums[5 + 2 * m] += count;
+        }
+    }
+}
+
+EpochRecord Learner::record_of(int epoch, std::int64_t batches, const std::vector<double>& sums) const {
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    record.batches = batches;
+    record.train_loss = sums[0] / sums[1];
+    record.valid_loss = sums[2] / sums[3];
+    for (std::size_t m = 0; m < metrics_.size(); ++m) {
+        const double mean = sums[4 + 2 * m] / sums[5 + 2 * m];
+        record.metrics.push_back(metrics_[m].finish ? metrics_[m].finish(mean) : mean);
+    }
+    return record;
+}
+
+History Learner::run(int epochs, const Schedule& schedule) {
     if (epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
     History history;
     history.metric_names = metric_names();
@@ -128,9 +183,8 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
     torch::optim::AdamW optimizer(model_->parameters(),
                                   torch::optim::AdamWOptions(1e-3).weight_decay(options_.weight_decay));
     mpify::DistributedSampler sampler(data_.train.size(), rank_, world_size_, true, data_.seed);
-    const std::int64_t batch = data_.batch_size;
     // Every rank runs the same number of batches: the shards have equal sizes.
-    std::int64_t batches = ceil_div(sampler.shard_size(), batch);
+    std::int64_t batches = ceil_div(sampler.shard_size(), data_.batch_size);
     if (options_.max_batches > 0) batches = std::min(batches, options_.max_batches);
     const double total_steps = static_cast<double>(epochs * batches);
 
@@ -138,7 +192,7 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
     // counts once and the summed metrics are exact).
     at::Tensor valid_rows = torch::arange(rank_, data_.valid.size(), world_size_, torch::kLong);
     if (options_.max_batches > 0)
-        valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * batch));
+        valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * data_.batch_size));
 
     for (const auto& cb : callbacks_) cb->before_fit(*this, epochs);
     for (int epoch = 0; epoch < epochs; ++epoch) {
@@ -146,60 +200,18 @@ History Learner::run(int epochs, const std::function<std::pair<double, double>(d
         for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
         sampler.set_epoch(epoch);
         const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
-        model_->train();
-        double train_loss_sum = 0;
-        for (std::int64_t b = 0; b < batches; ++b) {
-            const auto [lr, momentum] = schedule((epoch * batches + b) / total_steps);
-            apply(optimizer, lr, momentum);
-            const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
-            optimizer.zero_grad();
-            const at::Tensor loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
-                                          data_.train.targets.index_select(0, rows));
-            loss.backward();
-            optimizer.step();
-            const double value = loss.item<double>();
-            train_loss_sum += value;
-            history.batch_losses.push_back(value);
-            for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
-        }
-
         // One vector of sums, reduced over the ranks in one collective:
         // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
         std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
-        sums[0] = train_loss_sum;
+        sums[0] = train_epoch(optimizer, order, epoch, batches, total_steps, schedule, history);
         sums[1] = static_cast<double>(batches);
-        {
-            torch::NoGradGuard no_grad;
-            model_->eval();
-            for (std::int64_t start = 0; start < valid_rows.size(0); start += batch) {
-                const at::Tensor rows = valid_rows.narrow(0, start, std::min(batch, valid_rows.size(0) - start));
-                const at::Tensor target = data_.valid.targets.index_select(0, rows);
-                const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, rows));
-                const double n = static_cast<double>(rows.size(0));
-                sums[2] += loss_(output, target).item<double>() * n;
-                sums[3] += n;
-                for (std::size_t m = 0; m < metrics_.size(); ++m) {
-                    const auto [sum, count] = metrics_[m].batch(output, target);
-                    sums[4 + 2 * m] += sum;
-                    sums[5 + 2 * m] += count;
-                }
-            }
-        }
+        add_validation(valid_rows, sums);
         if (ddp_model_) {
             at::Tensor reduced = torch::tensor(sums, torch::kDouble);
             mpify::ddp::all_reduce(reduced);
             std::copy_n(reduced.data_ptr<double>(), sums.size(), sums.begin());
         }
-
-        EpochRecord record;
-        record.epoch = epoch + 1;
-        record.batches = batches;
-        record.train_loss = sums[0] / sums[1];
-        record.valid_loss = sums[2] / sums[3];
-        for (std::size_t m = 0; m < metrics_.size(); ++m) {
-            const double mean = sums[4 + 2 * m] / sums[5 + 2 * m];
-            record.metrics.push_back(metrics_[m].finish ? metrics_[m].finish(mean) : mean);
-        }
+        EpochRecord record = record_of(epoch, batches, sums);
         record.seconds = seconds_since(epoch_start);
         history.epochs.push_back(record);
         history.seconds = seconds_since(fit_start);

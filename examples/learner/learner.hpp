@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace torch::optim {
+class AdamW;
+}
+
 namespace mpify_examples {
 
 /// Inputs and targets, one sample per row.
@@ -106,9 +110,19 @@ private:
         Model* raw = model.get();  // kept alive: AnyModel registers it as a submodule
         return std::make_shared<AnyModel>(model, [raw](const at::Tensor& x) { return raw->forward(x); });
     }
-    // Both fits: `schedule` maps the fraction of training done to (lr, momentum).
-    History run(int epochs, const std::function<std::pair<double, double>(double)>& schedule);
+    /// Maps the fraction of training done to (lr, momentum).
+    using Schedule = std::function<std::pair<double, double>(double)>;
+    /// Both fits.
+    History run(int epochs, const Schedule& schedule);
     at::Tensor forward_train(const at::Tensor& inputs);
+    /// One epoch's `batches` training batches, in `order`, of a fit of `total_steps`
+    /// batches; each loss goes to `history` and the callbacks. Returns their sum.
+    double train_epoch(torch::optim::AdamW& optimizer, const at::Tensor& order, int epoch, std::int64_t batches,
+                       double total_steps, const Schedule& schedule, History& history);
+    /// Adds this rank's validation rows to `sums` (see run() for the layout).
+    void add_validation(const at::Tensor& rows, std::vector<double>& sums);
+    /// The epoch's record from the sums of every rank.
+    EpochRecord record_of(int epoch, std::int64_t batches, const std::vector<double>& sums) const;
 
     DataLoaders data_;
     std::shared_ptr<AnyModel> model_;
