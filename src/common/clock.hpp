@@ -7,4 +7,11 @@ namespace mpify::detail {
 
 using Clock = std::chrono::steady_clock;
 
+/// The time from now to `deadline` in whole milliseconds, and at least 1: for waits that
+/// read 0 as "do not wait" or as "wait for ever" rather than as "the time is up".
+inline std::chrono::milliseconds milliseconds_left(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return left.count() > 0 ? left : std::chrono::milliseconds(1);
+}
+
 }  // namespace mpify::detail

@@ -84,8 +84,6 @@ constexpr int gloo_attempts = 3;
 // this (a loaded machine) costs one more attempt, not an error.
 constexpr std::chrono::milliseconds proof_patience{3000};
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // "" when no rank reported trouble, else "rank 1: ...; rank 2: ...".
 std::string troubles(const std::vector<std::string>& reports) {
     std::string text;
@@ -103,18 +101,18 @@ c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<
         const std::string phase = "gloo" + std::to_string(attempt);
         // The attempt's keys: c10d's PrefixStore puts a '/' between this and Gloo's keys.
         const std::string prefix = "mpify/" + phase;
-        publish_proof(*store, prefix, s.rank);
+        const std::string proof = publish_proof(*store, prefix, s.rank);
         c10::intrusive_ptr<c10d::ProcessGroup> group;
         std::string trouble;
         try {
             group = create_group(c10::make_intrusive<c10d::PrefixStore>(prefix, store), s, Backend::gloo);
         } catch (const std::exception& e) {
-            trouble = "its connections failed: " + first_line(e.what());
+            trouble = "its connections failed: " + first_line_of(e);
             release_waiting_peers(*store, prefix, s);
         }
         last = troubles(gather_reports(*store, s, phase + "/connected", trouble, "did not finish connecting"));
         if (!last.empty()) continue;
-        trouble = prove_pairs(*group, *store, prefix, s, std::min(s.timeout, proof_patience));
+        trouble = prove_pairs(*group, *store, prefix, proof, s, std::min(s.timeout, proof_patience));
         last = troubles(gather_reports(*store, s, phase + "/proven", trouble, "did not prove its connections"));
         if (last.empty()) return group;
     }

@@ -1,11 +1,12 @@
 #include "ddp/pair_proof.hpp"
 
+#include "common/clock.hpp"
 #include "common/random_token.hpp"
+#include "ddp/rendezvous.hpp"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace mpify::detail {
@@ -23,27 +24,20 @@ at::Tensor as_tensor(const std::string& token) {
 
 std::string as_text(const at::Tensor& t) { return std::string(static_cast<const char*>(t.data_ptr()), t.numel()); }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadline) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-}
-
 }  // namespace
 
-void publish_proof(store::Client& store, const std::string& prefix, int rank) {
-    store.set(proof_key(prefix, rank), store::as_bytes(random_token("the proofs of the group's connections")));
+std::string publish_proof(store::Client& store, const std::string& prefix, int rank) {
+    std::string token = random_token("the proofs of the group's connections");
+    store.set(proof_key(prefix, rank), store::as_bytes(token));
+    return token;
 }
 
 std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
-                        const DdpSettings& s, std::chrono::milliseconds patience) {
-    const std::string mine = store::as_string(store.get(proof_key(prefix, s.rank)));
+                        const std::string& mine, const DdpSettings& s, std::chrono::milliseconds patience) {
     const auto world = static_cast<std::size_t>(s.world_size);
     std::vector<c10::intrusive_ptr<c10d::Work>> sends(world), receives(world);
     std::vector<at::Tensor> received(world);
-    const auto deadline = std::chrono::steady_clock::now() + patience;
+    const auto deadline = Clock::now() + patience;
     int peer = 0;  // the pair at hand, for the message
     try {
         for (peer = 0; peer < s.world_size; ++peer) {
@@ -56,17 +50,17 @@ std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const s
         }
         for (peer = 0; peer < s.world_size; ++peer) {
             if (peer == s.rank) continue;
-            receives[peer]->wait(left_until(deadline));
+            receives[peer]->wait(milliseconds_left(deadline));
             if (as_text(received[peer]) != store::as_string(store.get(proof_key(prefix, peer))))
                 return fmt::format("the connection Gloo accepted for rank {0} did not bring rank {0}'s proof: "
                                    "another process took its place",
                                    peer);
         }
         for (peer = 0; peer < s.world_size; ++peer)
-            if (peer != s.rank) sends[peer]->wait(left_until(deadline));
+            if (peer != s.rank) sends[peer]->wait(milliseconds_left(deadline));
     } catch (const std::exception& e) {
         return fmt::format("its connection with rank {} failed as the ranks proved their connections ({})", peer,
-                           first_line(e.what()));
+                           first_line_of(e));
     }
     return "";
 }

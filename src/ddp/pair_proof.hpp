@@ -16,15 +16,17 @@
 
 namespace mpify::detail {
 
-/// Publishes this rank's token under `prefix` + "/proof/<rank>" (before the group is
-/// created, so that every rank finds every token once all are created).
-void publish_proof(store::Client& store, const std::string& prefix, int rank);
+/// Makes this rank's token and publishes it under `prefix` + "/proof/<rank>" (before the
+/// group is created, so that every rank finds every token once all are created);
+/// returns it.
+std::string publish_proof(store::Client& store, const std::string& prefix, int rank);
 
-/// Sends this rank's token to every peer over `group` and checks each peer's. Returns ""
+/// Sends this rank's token (`mine`, from publish_proof) to every peer over `group` and
+/// checks each peer's. Returns ""
 /// when every pair brought its peer's token within `patience`, else what went wrong
 /// ("the connection Gloo accepted for rank 1 did not bring rank 1's proof: ..."). After a
 /// failure the group is unusable (Gloo closes its pairs when a wait times out).
 std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
-                        const DdpSettings& s, std::chrono::milliseconds patience);
+                        const std::string& mine, const DdpSettings& s, std::chrono::milliseconds patience);
 
 }  // namespace mpify::detail

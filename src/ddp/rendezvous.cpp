@@ -1,5 +1,7 @@
 #include "ddp/rendezvous.hpp"
 
+#include "common/clock.hpp"
+
 #include <mpify/error.hpp>
 
 #include <fmt/format.h>
@@ -81,12 +83,10 @@ namespace {
 void post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
                    const std::vector<uint8_t>& value, const char* failure) {
     store.set(key(phase, s.rank), value);
-    const auto deadline = std::chrono::steady_clock::now() + s.timeout;
+    const auto deadline = Clock::now() + s.timeout;
     for (int rank = 0; rank < s.world_size; ++rank) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         try {
-            store.wait({key(phase, rank)}, std::max(left, std::chrono::milliseconds(1)));
+            store.wait({key(phase, rank)}, milliseconds_left(deadline));
         } catch (const std::exception&) {
             const Missing missing = missing_ranks(store, s, phase, rank);
             throw Error(fmt::format(
@@ -102,6 +102,11 @@ void post_and_wait(store::Client& store, const DdpSettings& s, const std::string
 
 void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure) {
     post_and_wait(store, s, phase, std::vector<uint8_t>{1}, failure);
+}
+
+std::string first_line_of(const std::exception& e) {
+    const std::string what = e.what();
+    return what.substr(0, what.find('\n'));
 }
 
 std::vector<std::string> gather_reports(store::Client& store, const DdpSettings& s, const std::string& phase,

@@ -6,6 +6,7 @@
 #include "ddp/ddp_settings.hpp"
 #include "store/client.hpp"
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ void wait_for_all(store::Client& store, const DdpSettings& s, const std::string&
 /// the value of its key; returns every rank's report, by rank.
 std::vector<std::string> gather_reports(store::Client& store, const DdpSettings& s, const std::string& phase,
                                         const std::string& report, const char* failure);
+
+/// The first line of what `e` says, for a report: Gloo and c10d follow it with the C++
+/// frames it was thrown from.
+std::string first_line_of(const std::exception& e);
 
 /// " (host a: ranks 0-1; no word from the machine of ranks 2-3)": where `ranks` run, as
 /// far as the callers that introduced themselves to the store tell.
