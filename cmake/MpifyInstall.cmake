@@ -1,10 +1,10 @@
-# cmake --install: headers, libmpify.so, mpify-worker and a CMake package so that
-# find_package(mpify) gives the target mpify::mpify.
+# cmake --install: headers, libmpify.so, libmpify_torch.so, mpify-worker and a CMake package so that
+# find_package(mpify) gives the targets mpify::mpify (everything), mpify::core and mpify::torch.
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mpify DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${MPIFY_GENERATED_INCLUDE_DIR}/mpify/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpify)
-install(TARGETS mpify mpify-worker EXPORT mpifyTargets
+install(TARGETS mpify_core mpify_torch mpify mpify-worker EXPORT mpifyTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -1,7 +1,11 @@
 #pragma once
 // Boost.Serialization for the standard types mpify users pass around. Boost 1.74 covers
 // the containers (included here so users need no Boost include of their own) but not
-// std::tuple, std::optional or std::variant: this header adds those three.
+// std::tuple, std::optional or std::variant: this header adds those three. Boost 1.84
+// serializes std::optional and std::variant itself (optional.hpp, variant.hpp): from
+// that version on, its headers are included instead of our definitions, which would
+// redefine its templates.
+#include <boost/version.hpp>
 #include <boost/serialization/array.hpp>
 #include <boost/serialization/deque.hpp>
 #include <boost/serialization/list.hpp>
@@ -13,6 +17,10 @@
 #include <boost/serialization/unordered_set.hpp>
 #include <boost/serialization/utility.hpp>
 #include <boost/serialization/vector.hpp>
+#if BOOST_VERSION >= 108400
+#include <boost/serialization/optional.hpp>
+#include <boost/serialization/variant.hpp>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +39,7 @@ void serialize(Archive& ar, std::tuple<T...>& tuple, const unsigned int /*versio
     std::apply([&ar](auto&... element) { (ar & ... & element); }, tuple);
 }
 
+#if BOOST_VERSION < 108400
 /// std::optional: a presence flag, then the value if there is one.
 /// The flag is a byte, 0 or 1, checked when read: read into a bool, any other byte of a
 /// damaged archive would be a bool that is neither true nor false.
@@ -98,6 +107,7 @@ template <class Archive, class... T>
 void serialize(Archive& ar, std::variant<T...>& value, const unsigned int version) {
     split_free(ar, value, version);
 }
+#endif  // BOOST_VERSION < 108400
 
 }  // namespace serialization
 }  // namespace boost

@@ -79,6 +79,7 @@ void Call::start_workers(std::string args) {
     meta.signature = plan_.function_signature;
     meta.library = host.library;
     meta.context_key = plan_.context_key;
+    meta.context_library = plan_.context_library;
     meta.shared_args_size = outgoing.shared_size;
     try {
         for (int rank = 0; rank < plan_.n; ++rank) {

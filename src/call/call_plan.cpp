@@ -1,6 +1,7 @@
 #include "call/call_plan.hpp"
 
 #include "common/demangle.hpp"
+#include "common/object_locator.hpp"
 #include "common/posix.hpp"
 #include "launch/start_worker.hpp"
 #include "registry/function_table.hpp"
@@ -79,11 +80,16 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     plan.label = label_for(plan.function_name, n);
     check_options(options, n, plan.label);
     if (!registered) throw UsageError(unregistered_message(request.function));
-    if (!plan.context_key.empty() && !context_registered(plan.context_key.c_str()))
-        throw UsageError(fmt::format(
-            "{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
-            "to its definition, in the program or library the workers load",
-            plan.label, demangle(plan.context_key.c_str())));
+    if (!plan.context_key.empty()) {
+        ContextEntry context;
+        if (!find_context(plan.context_key, context))
+            throw UsageError(fmt::format(
+                "{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
+                "to its definition, in the program or library the workers load",
+                plan.label, demangle(plan.context_key.c_str())));
+        const ObjectLocation where = locate_object(reinterpret_cast<const void*>(context.run));
+        if (where.found && !where.is_main_program) plan.context_library = where.path;
+    }
     plan.spawner = effective_spawner(options.spawner);
     return plan;
 }

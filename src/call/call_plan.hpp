@@ -14,6 +14,7 @@ struct CallPlan {
     std::string function_name;      ///< its registered name
     std::string function_signature;  ///< its type, as registered here (typeid(F*).name())
     std::string context_key;        ///< typeid name of the context, empty for none
+    std::string context_library;    ///< the shared object that registered it; empty: the program
     std::string label;              ///< "mpify::ranch(train, n=4)", the start of every message
     Spawner spawner = Spawner::warm_template;  ///< after MPIFY_SPAWNER
 };

@@ -29,11 +29,11 @@ struct Supervisor::Worker {
     FrameParser frames;
     OutputRelay out_relay, err_relay;
     std::optional<std::string> result;
-    bool failed = false;   // a failure for this rank is recorded already
-    bool exited = false;   // reaped
-    std::optional<Clock::time_point> kill_at;  // SIGTERM sent; SIGKILL due then
-    bool stopped_by_us = false;
-    bool kill_sent = false;  // SIGKILL sent by us (a stop without grace, or after it)
+    bool failed = false;  // a failure for this rank is logged already
+    WorkerPhase phase = WorkerPhase::running;
+    Clock::time_point kill_due{};  // while terminating: when SIGKILL follows
+
+    bool exited() const { return phase == WorkerPhase::exited; }
 
     Worker(const Options& options, CallerStreams& caller, int r)
         : rank(r), out_relay(options, caller, r, Stream::out), err_relay(options, caller, r, Stream::err) {}
@@ -60,7 +60,7 @@ Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> 
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_)
-        if (!w->exited) kill_and_reap(w->process.pid, w->process.pidfd.get());
+        if (!w->exited()) kill_and_reap(w->process.pid, w->process.pidfd.get());
 }
 
 void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args) {
@@ -86,14 +86,14 @@ std::optional<std::string> Supervisor::take_result(int rank) {
 
 void Supervisor::run() noexcept {
     try {
-        while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited; }))
+        while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited(); }))
             poll_once();
         caller_streams_.drain(deadline_, [this] { return interrupts_.interrupted(); });
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
         failures_.call_failed("mpify's supervision of the workers failed:", std::current_exception());
         for (auto& w : workers_)
-            if (!w->exited) signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
+            if (!w->exited()) signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
     }
 }
 
@@ -118,7 +118,7 @@ void Supervisor::poll_once() {
         watches.push_back({&w, what});
     };
     for (auto& w : workers_) {
-        if (w->exited) continue;
+        if (w->exited()) continue;
         watch(*w, Watch::pid, w->process.pidfd.get(), POLLIN);
         if (w->channel)
             watch(*w, Watch::channel, w->channel.get(), POLLIN | (w->sent < w->total() ? POLLOUT : 0));
@@ -133,7 +133,7 @@ void Supervisor::poll_once() {
     };
     if (deadline_ && !failures_.timed_out()) sooner(*deadline_);
     for (auto& w : workers_)
-        if (!w->exited && w->kill_at) sooner(*w->kill_at);
+        if (w->phase == WorkerPhase::terminating) sooner(w->kill_due);
     if (!failures_.interrupted() && interrupts_.fd() < 0)
         timeout = timeout < 0 ? InterruptWatch::poll_interval_ms : std::min(timeout, InterruptWatch::poll_interval_ms);
 
@@ -151,7 +151,7 @@ void Supervisor::poll_once() {
         for (std::size_t i = first_worker_fd; i < fds.size(); ++i) {
             if (fds[i].revents == 0) continue;
             Worker& w = *watches[i].worker;
-            if (w.exited) continue;
+            if (w.exited()) continue;
             switch (watches[i].what) {
                 case Watch::pid: reap(w); break;
                 case Watch::channel:
@@ -174,7 +174,7 @@ void Supervisor::read_stream(Worker& w, Stream stream) {
     char buffer[64 * 1024];
     // Once the caller's streams are behind, the rest waits in the pipe (a worker that has
     // exited is read to the end: its pipe holds what it wrote, no more).
-    while (fd && (w.exited || !caller_streams_.full())) {
+    while (fd && (w.exited() || !caller_streams_.full())) {
         const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
         if (got.kind == ReadResult::would_block) return;
         try {
@@ -287,7 +287,8 @@ void Supervisor::reap(Worker& w) {
     const bool reaped_elsewhere = waited != 0 && errno == ECHILD;
     if (waited != 0 && !reaped_elsewhere) return;
     if (!reaped_elsewhere && info.si_pid == 0) return;  // not yet
-    w.exited = true;
+    const WorkerPhase phase_at_exit = w.phase;
+    w.phase = WorkerPhase::exited;
     // Whatever the worker wrote before it exited is already buffered: take it all.
     read_channel(w);
     read_stream(w, Stream::out);
@@ -297,37 +298,12 @@ void Supervisor::reap(Worker& w) {
     w.err.reset();
     w.process.pidfd.reset();
 
-    // With its status gone, a worker that sent its result counts as having succeeded.
-    const bool clean_exit = reaped_elsewhere || (info.si_code == CLD_EXITED && info.si_status == 0);
-    // Bytes after its last whole frame: not something mpify's worker writes.
-    const bool left_a_cut_frame = w.frames.mid_frame();
-    if (w.failed || (w.result && clean_exit && !left_a_cut_frame)) return;
-    // Stopped because of another rank: not a failure of its own, unless a SIGKILL that
-    // we had not sent yet (the grace was still running) ended it.
-    const bool killed_by_someone_else =
-        !reaped_elsewhere && info.si_code != CLD_EXITED && info.si_status == SIGKILL && !w.kill_sent;
-    if (w.stopped_by_us && !killed_by_someone_else) return;
-
-    RankFailure failure;
-    failure.rank = w.rank;
-    failure.stderr_tail = w.err_relay.tail();
-    if (clean_exit && left_a_cut_frame) {
-        failure.kind = RankFailure::Kind::protocol;
-        failure.message = "ended with part of a frame on its channel (bytes that are not a whole message)";
-    } else if (reaped_elsewhere) {
-        failure.kind = RankFailure::Kind::reaped_elsewhere;
-    } else if (info.si_code == CLD_EXITED) {
-        failure.kind = RankFailure::Kind::exited;
-        failure.exit_code = info.si_status;
-        failure.message = w.result ? "after sending its result"
-                                   : (info.si_status == 0 ? "before returning a result (did fn call exit()?)"
-                                                          : "before returning a result");
-    } else {
-        failure.kind = RankFailure::Kind::signaled;
-        failure.signal = info.si_status;
-        if (w.result) failure.message = "after sending its result";
-    }
-    fail(w, std::move(failure));
+    const ExitStatus status{reaped_elsewhere, info.si_code == CLD_EXITED, info.si_status};
+    const WorkerRecord record{w.rank, phase_at_exit, w.result.has_value(), w.failed, w.frames.mid_frame()};
+    std::optional<RankFailure> failure = classify_exit(status, record);
+    if (!failure) return;
+    failure->stderr_tail = w.err_relay.tail();
+    fail(w, std::move(*failure));
 }
 
 void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
@@ -337,22 +313,20 @@ void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_
 }
 
 void Supervisor::stop(Worker& w) {
-    if (w.exited || w.kill_at) return;
+    if (w.phase != WorkerPhase::running) return;
     // Already dead, not yet reaped (a rank killed mid-collective, whose peers failed
     // first): its end is its own failure, not our stop. Peek without reaping.
     siginfo_t info{};
     if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
         info.si_pid != 0)
         return;
-    w.stopped_by_us = true;
-    if (options_.stop_grace.count() <= 0) {
-        signal_child(w.process.pidfd.get(), w.process.pid, SIGKILL);
-        w.kill_sent = true;
-        w.kill_at = Clock::now();
-    } else {
-        signal_child(w.process.pidfd.get(), w.process.pid, SIGTERM);
-        w.kill_at = Clock::now() + options_.stop_grace;
-    }
+    take_stop_step(w, StopPlan{options_.stop_grace}.begin(Clock::now()));
+}
+
+void Supervisor::take_stop_step(Worker& w, const StopPlan::Step& step) {
+    signal_child(w.process.pidfd.get(), w.process.pid, step.signal);
+    w.phase = step.phase;
+    w.kill_due = step.next_step_due;
 }
 
 void Supervisor::stop_all() {
@@ -362,7 +336,7 @@ void Supervisor::stop_all() {
 void Supervisor::on_deadline() {
     failures_.mark_timed_out();
     for (auto& w : workers_) {
-        if (w->exited || w->failed || w->result) continue;
+        if (w->exited() || w->failed || w->result) continue;
         RankFailure failure;
         failure.rank = w->rank;
         failure.kind = RankFailure::Kind::timed_out;
@@ -380,13 +354,8 @@ void Supervisor::on_interrupt() {
 
 void Supervisor::escalate() {
     const auto now = Clock::now();
-    for (auto& w : workers_) {
-        if (!w->exited && w->kill_at && now >= *w->kill_at) {
-            signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
-            w->kill_sent = true;
-            w->kill_at = now + std::chrono::hours(24);  // sent; only the reap remains
-        }
-    }
+    for (auto& w : workers_)
+        if (w->phase == WorkerPhase::terminating && now >= w->kill_due) take_stop_step(*w, StopPlan::escalate(now));
 }
 
 }  // namespace mpify::detail

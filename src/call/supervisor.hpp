@@ -10,6 +10,7 @@
 #include "call/failure_log.hpp"
 #include "call/interrupt_watch.hpp"
 #include "call/output_relay.hpp"
+#include "call/worker_lifecycle.hpp"
 #include "common/event_fd.hpp"
 #include "common/unique_fd.hpp"
 #include "launch/start_worker.hpp"
@@ -62,7 +63,10 @@ private:
     void reap(Worker& w);
     /// Records a failure (seen now, unless the worker said when) and stops the others.
     void fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when = std::nullopt);
+    /// Begins stopping `w` as Options::stop_grace plans, unless it is stopping already.
     void stop(Worker& w);
+    /// Sends the step's signal and moves `w` to the step's phase.
+    void take_stop_step(Worker& w, const StopPlan::Step& step);
     void on_deadline();
     void on_interrupt();
     void escalate();

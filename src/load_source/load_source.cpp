@@ -160,10 +160,15 @@ std::vector<std::string> compile_command(const fs::path& source, const fs::path&
     // -Bsymbolic-functions: the library's own functions are the ones its MPIFY_REGISTER
     // records. Without it, a second version of an edited file registers the first
     // version's functions: the dynamic linker binds `&fn` to the oldest definition loaded.
-    cmd.insert(cmd.end(), {"-o", output.string(), source.string(), libmpify.string(),
-                           "-Wl,-rpath," + libmpify.parent_path().string(), "-Wl,-Bsymbolic-functions"});
+    cmd.insert(cmd.end(), {"-o", output.string(), source.string(), "-Wl,-rpath," + libmpify.parent_path().string(),
+                           "-Wl,-Bsymbolic-functions", "-Wl,--as-needed", libmpify.string()});
+    // --as-needed: the torch part and LibTorch are loaded with the library only when its
+    // code uses them, so a plain function's worker does not pay LibTorch's start-up.
+    const fs::path torch_part = libmpify.parent_path() / "libmpify_torch.so";
+    if (fs::exists(torch_part)) cmd.push_back(torch_part.string());
     for (const std::string& file : flags.link_files)
         if (!file.empty()) cmd.push_back(file);
+    cmd.push_back("-Wl,--no-as-needed");  // the user's own libraries, as given
     cmd.insert(cmd.end(), options.libraries.begin(), options.libraries.end());
     return cmd;
 }

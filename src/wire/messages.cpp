@@ -14,6 +14,7 @@ std::string encode_call_meta(const CallMeta& meta) {
     w.str(meta.signature);
     w.str(meta.library);
     w.str(meta.context_key);
+    w.str(meta.context_library);
     w.i64(static_cast<std::int64_t>(meta.shared_args_size));
     return w.take();
 }
@@ -28,6 +29,7 @@ CallMeta decode_call(std::string_view payload, std::string_view& args) {
     meta.signature = r.str();
     meta.library = r.str();
     meta.context_key = r.str();
+    meta.context_library = r.str();
     meta.shared_args_size = static_cast<std::uint64_t>(r.i64());
     args = payload.substr(r.position());
     return meta;

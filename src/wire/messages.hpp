@@ -15,6 +15,9 @@ struct CallMeta {
     std::string signature;     ///< its type as the caller knows it (typeid(F*).name())
     std::string library;       ///< shared object to load first; empty: the program itself
     std::string context_key;   ///< typeid name of the context; empty: none
+    /// Shared object that registers the context, loaded before it is looked up (the
+    /// function's library need not depend on it: DdpGuard's is libmpify_torch); empty: none.
+    std::string context_library;
     /// Size of the arguments when they are in shared memory (fd worker_args_fd); 0: they
     /// follow the metadata in the call frame.
     std::uint64_t shared_args_size = 0;

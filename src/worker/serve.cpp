@@ -105,6 +105,9 @@ std::string run_call(const CallMeta& call, std::string_view args) {
         Body::run(&body);
         return result;
     }
+    if (!call.context_library.empty() && ::dlopen(call.context_library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+        throw std::runtime_error(
+            fmt::format("mpify worker: cannot load {}, which holds the context: {}", call.context_library, ::dlerror()));
     ContextEntry context;
     if (!find_context(call.context_key, context))
         throw std::runtime_error(fmt::format(

@@ -46,6 +46,7 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     meta.signature = "PFdiE";
     meta.library = "/tmp/libx.so";
     meta.context_key = "N5mpify8DdpGuardE";
+    meta.context_library = "/opt/mpify/lib/libmpify_torch.so.0";
     const std::string args("\0args\0", 6);
     const std::string payload = mpify::detail::encode_call_meta(meta) + args;
     std::string_view decoded_args;
@@ -57,6 +58,7 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     CHECK(decoded.signature == meta.signature);
     CHECK(decoded.library == meta.library);
     CHECK(decoded.context_key == meta.context_key);
+    CHECK(decoded.context_library == meta.context_library);
     CHECK(decoded_args == args);
 }
 
