@@ -1,5 +1,7 @@
 #include "output_capture.hpp"
 
+#include "common/poll_set.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -110,17 +112,20 @@ void OutputCapture::send_pending() {
 }
 
 void OutputCapture::read_loop() {
-    using Clock = std::chrono::steady_clock;
-    pollfd fds[3] = {{pipes_[0][0], POLLIN, 0}, {pipes_[1][0], POLLIN, 0}, {control_, POLLIN, 0}};
+    using mpify::detail::Clock;
+    mpify::detail::PollSet fds;
+    fds.add(pipes_[0][0], POLLIN);
+    fds.add(pipes_[1][0], POLLIN);
+    fds.add(control_, POLLIN);
     std::optional<Clock::time_point> send_at;  // when what is pending goes out
     for (;;) {
-        int timeout = -1;
-        if (send_at)
-            timeout = static_cast<int>(std::max<long long>(
-                0, std::chrono::duration_cast<std::chrono::milliseconds>(*send_at - Clock::now()).count()));
-        if (::poll(fds, 3, timeout) < 0 && errno != EINTR) return;
-        if (fds[0].revents) take(pipes_[0][0], pending_out_);
-        if (fds[1].revents) take(pipes_[1][0], pending_err_);
+        try {
+            fds.wait(send_at);
+        } catch (const std::system_error&) {
+            return;  // nothing to wait on: output is no longer captured
+        }
+        if (fds.revents(0)) take(pipes_[0][0], pending_out_);
+        if (fds.revents(1)) take(pipes_[1][0], pending_err_);
         const bool pending = !pending_out_.empty() || !pending_err_.empty();
         if (pending && !send_at) send_at = Clock::now() + batching_delay;
         const bool large = pending_out_.size() + pending_err_.size() >= large_enough;
@@ -128,7 +133,7 @@ void OutputCapture::read_loop() {
             send_pending();
             send_at.reset();
         }
-        if (fds[2].revents & POLLIN) {
+        if (fds.revents(2) & POLLIN) {
             std::uint64_t count;
             (void)!::read(control_, &count, sizeof count);
             // Whatever was written before the request is in the pipes now: send it all.

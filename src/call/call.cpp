@@ -2,27 +2,44 @@
 
 #include "call/environment.hpp"
 #include "common/scoped_environment.hpp"
-#include "launch/start_worker.hpp"
-#include "launch/worker_host.hpp"
+#include "spawn/start_worker.hpp"
+#include "spawn/worker_host.hpp"
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/ranch.hpp>
+#include <mpify/version.hpp>
 
 #include <fmt/format.h>
 
-#include <atomic>
+#include <optional>
 #include <exception>
 #include <memory>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace mpify::detail {
 namespace {
 
-// When the caller's fn threw (see mark_local_failure); 0: it has not.
-std::atomic<Clock::rep> local_failure_ticks{0};
+// Where mark_local_failure stamps the moment the caller's fn threw: the call that runs
+// its own rank on this thread (null: none). Per thread, so that it does not rest on the
+// one-call-per-process rule.
+thread_local std::optional<Clock::time_point>* own_rank_failure_time = nullptr;
+
+// Points own_rank_failure_time at `stamp` for its lifetime.
+class FailureStampScope {
+public:
+    explicit FailureStampScope(std::optional<Clock::time_point>& stamp) noexcept
+        : previous_(std::exchange(own_rank_failure_time, &stamp)) {}
+    ~FailureStampScope() { own_rank_failure_time = previous_; }
+    FailureStampScope(const FailureStampScope&) = delete;
+    FailureStampScope& operator=(const FailureStampScope&) = delete;
+
+private:
+    std::optional<Clock::time_point>* previous_;
+};
 
 std::optional<Clock::time_point> deadline_of(const Options& options) {
     if (options.timeout.count() <= 0) return std::nullopt;
@@ -57,8 +74,7 @@ OutgoingArguments prepare_arguments(std::string args, std::size_t shared_memory_
 }  // namespace
 
 void mark_local_failure() noexcept {
-    Clock::rep expected = 0;
-    local_failure_ticks.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+    if (own_rank_failure_time != nullptr && !*own_rank_failure_time) *own_rank_failure_time = Clock::now();
 }
 
 Call::Call(const Options& options, CallPlan plan)
@@ -73,6 +89,7 @@ void Call::start_workers(std::string args) {
     const OutgoingArguments outgoing = prepare_arguments(std::move(args), options_.shared_memory_threshold);
     std::map<std::string, std::string> variables = worker_variables(options_, plan_.n);
     CallMeta meta;
+    meta.mpify_version = MPIFY_VERSION_STRING;
     meta.world_size = plan_.n;
     meta.want_result = options_.gather;
     meta.function = plan_.function_name;
@@ -108,15 +125,15 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     const CallerRankScope interruptible(interrupts_);  // what interrupt_requested() consults
     std::exception_ptr error;
     Clock::time_point error_time{};
-    local_failure_ticks = 0;
+    std::optional<Clock::time_point> thrown_at;  // stamped by mark_local_failure
+    const FailureStampScope stamping(thrown_at);
     std::thread watcher = start_watcher();
     try {
         own_rank();
     } catch (...) {
         error = std::current_exception();
         // Stamped where fn threw, before its context unwound (ranch.hpp's with_context).
-        const Clock::rep thrown_at = local_failure_ticks.load();
-        error_time = thrown_at != 0 ? Clock::time_point(Clock::duration(thrown_at)) : Clock::now();
+        error_time = thrown_at.value_or(Clock::now());
         supervisor_.request_stop();
     }
     // The caller's rank cannot be interrupted: past the deadline, it is reported as late.

@@ -3,8 +3,8 @@
 #include "common/demangle.hpp"
 #include "common/object_locator.hpp"
 #include "common/posix.hpp"
-#include "launch/start_worker.hpp"
 #include "registry/function_table.hpp"
+#include "spawn/start_worker.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,6 +1,6 @@
 #include "call/environment.hpp"
 
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
 
 #include <cstdlib>
 #include <cstring>

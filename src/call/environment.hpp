@@ -11,7 +11,7 @@
 namespace mpify::detail {
 
 /// What every worker of an n-rank call adds to the caller's environment: Options::env,
-/// LOCAL_WORLD_SIZE, the mark of a worker (worker/process_contract.hpp), and malloc on
+/// LOCAL_WORLD_SIZE, the mark of a worker (contract/process_contract.hpp), and malloc on
 /// huge pages unless the user chose GLIBC_TUNABLES. LOCAL_RANK is each worker's own.
 std::map<std::string, std::string> worker_variables(const Options& options, int n);
 

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fmt/format.h>
-#include <system_error>
 
 namespace mpify::detail {
 
@@ -43,11 +42,6 @@ struct Supervisor::Worker {
 namespace {
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-int millis_until(Clock::time_point t) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
-    return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
-}
 
 }  // namespace
 
@@ -105,16 +99,18 @@ void Supervisor::poll_once() {
     // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it);
     // fds[2], fds[3]: the caller's stdout and stderr, while lines wait for them (else -1).
     const bool watching_interrupts = !failures_.interrupted() && interrupts_.fd() >= 0;
-    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0},
-                            {watching_interrupts ? interrupts_.fd() : -1, POLLIN, 0},
-                            {caller_streams_.fd_to_watch(Stream::out), POLLOUT, 0},
-                            {caller_streams_.fd_to_watch(Stream::err), POLLOUT, 0}};
+    PollSet& fds = poll_set_;
+    fds.clear();
+    fds.add(wake_.fd(), POLLIN);
+    fds.add(watching_interrupts ? interrupts_.fd() : -1, POLLIN);
+    fds.add(caller_streams_.fd_to_watch(Stream::out), POLLOUT);
+    fds.add(caller_streams_.fd_to_watch(Stream::err), POLLOUT);
     std::vector<Watch> watches(fds.size(), Watch{nullptr, Watch::pid});
     constexpr std::size_t first_worker_fd = 4;
     // A full queue for the caller's streams: the workers' output waits in their pipes.
     const bool reading_output = !caller_streams_.full();
     auto watch = [&](Worker& w, Watch::What what, int fd, short events) {
-        fds.push_back({fd, events, 0});
+        fds.add(fd, events);
         watches.push_back({&w, what});
     };
     for (auto& w : workers_) {
@@ -126,37 +122,31 @@ void Supervisor::poll_once() {
         if (w->err && reading_output) watch(*w, Watch::err, w->err.get(), POLLIN);
     }
 
-    int timeout = -1;
-    auto sooner = [&](Clock::time_point t) {
-        const int ms = millis_until(t);
-        timeout = timeout < 0 ? ms : std::min(timeout, ms);
-    };
-    if (deadline_ && !failures_.timed_out()) sooner(*deadline_);
+    std::optional<Clock::time_point> wake_at;
+    if (deadline_ && !failures_.timed_out()) wake_at = deadline_;
     for (auto& w : workers_)
-        if (w->phase == WorkerPhase::terminating) sooner(w->kill_due);
+        if (w->phase == WorkerPhase::terminating) wake_at = sooner(wake_at, w->kill_due);
+    // No eventfd for interrupts (every slot taken): look at the counter now and then.
     if (!failures_.interrupted() && interrupts_.fd() < 0)
-        timeout = timeout < 0 ? InterruptWatch::poll_interval_ms : std::min(timeout, InterruptWatch::poll_interval_ms);
+        wake_at = sooner(wake_at, Clock::now() + std::chrono::milliseconds(InterruptWatch::poll_interval_ms));
 
-    const int ready = ::poll(fds.data(), fds.size(), timeout);
-    if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
-
-    if (ready > 0) {
-        if (fds[0].revents & POLLIN) {
+    if (fds.wait(wake_at) > 0) {
+        if (fds.revents(0) & POLLIN) {
             wake_.clear();
             stop_all();
         }
-        if (fds[1].revents & POLLIN) interrupts_.clear_wakeup();
-        if (fds[2].revents) caller_streams_.write_ready(Stream::out);
-        if (fds[3].revents) caller_streams_.write_ready(Stream::err);
+        if (fds.revents(1) & POLLIN) interrupts_.clear_wakeup();
+        if (fds.revents(2)) caller_streams_.write_ready(Stream::out);
+        if (fds.revents(3)) caller_streams_.write_ready(Stream::err);
         for (std::size_t i = first_worker_fd; i < fds.size(); ++i) {
-            if (fds[i].revents == 0) continue;
+            if (fds.revents(i) == 0) continue;
             Worker& w = *watches[i].worker;
             if (w.exited()) continue;
             switch (watches[i].what) {
                 case Watch::pid: reap(w); break;
                 case Watch::channel:
-                    if (fds[i].revents & POLLOUT) write_channel(w);
-                    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_channel(w);
+                    if (fds.revents(i) & POLLOUT) write_channel(w);
+                    if (fds.revents(i) & (POLLIN | POLLHUP | POLLERR)) read_channel(w);
                     break;
                 case Watch::out: read_stream(w, Stream::out); break;
                 case Watch::err: read_stream(w, Stream::err); break;

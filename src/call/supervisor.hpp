@@ -12,8 +12,9 @@
 #include "call/output_relay.hpp"
 #include "call/worker_lifecycle.hpp"
 #include "common/event_fd.hpp"
+#include "common/poll_set.hpp"
 #include "common/unique_fd.hpp"
-#include "launch/start_worker.hpp"
+#include "spawn/start_worker.hpp"
 #include "wire/frames.hpp"
 
 #include <mpify/options.hpp>
@@ -79,6 +80,7 @@ private:
     EventFd wake_{"the call's stop"};  // notified by request_stop()
     CallerStreams caller_streams_;  // where the workers' lines go, unless Options::on_output takes them
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
+    PollSet poll_set_;  // reused by every round
 };
 
 }  // namespace mpify::detail

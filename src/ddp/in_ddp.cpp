@@ -7,6 +7,7 @@
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/error.hpp>
+#include <mpify/interrupt.hpp>
 
 #include <fmt/format.h>
 
@@ -30,7 +31,7 @@ public:
         const std::string call = std::to_string(next_call_number(endpoint.text()));
         connect_to_this_call(endpoint, call, options.timeout);
         const std::string host = store::this_host_name();
-        store_->introduce(store::Member::Kind::caller, base_, n, host);
+        store_->introduce(base_, n, host);
         try {
             agree(host, n, world);
         } catch (const std::exception& e) {
@@ -53,7 +54,7 @@ public:
         }
         std::string news;
         for (const store::Member& m : members) {
-            if (m.kind != store::Member::Kind::caller || m.number == base_) continue;
+            if (m.number == base_) continue;
             const std::string ranks = fmt::format("ranks {}-{} on {}", m.number, m.number + m.local_ranks - 1, m.host);
             if (m.state == store::Member::State::gone)
                 news += fmt::format("{}{} went away without a word: their caller died, or their machine failed",
@@ -88,7 +89,7 @@ private:
                                                               deadline - std::chrono::steady_clock::now()));
         };
         for (;;) {
-            store_ = c10::make_intrusive<store::Client>(endpoint, left());
+            store_ = c10::make_intrusive<store::Client>(endpoint, left(), &mpify::interrupt_requested);
             if (base_ == 0) return;  // the master's own, new store
             std::string found;
             try {

@@ -3,6 +3,7 @@
 #include "common/clock.hpp"
 
 #include <mpify/error.hpp>
+#include <mpify/interrupt.hpp>
 
 #include <fmt/format.h>
 
@@ -50,19 +51,16 @@ store::Endpoint store_endpoint(const DdpSettings& s) {
 }
 
 c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s) {
-    return c10::make_intrusive<store::Client>(store_endpoint(s), s.timeout);
+    return c10::make_intrusive<store::Client>(store_endpoint(s), s.timeout, &mpify::interrupt_requested);
 }
 
 std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members) {
-    const bool callers_known = std::any_of(members.begin(), members.end(), [](const store::Member& m) {
-        return m.kind == store::Member::Kind::caller;
-    });
-    if (ranks.empty() || !callers_known) return "";  // one machine: no caller introduces itself
+    if (ranks.empty() || members.empty()) return "";  // one machine: no caller introduces itself
     std::map<std::string, std::vector<int>> by_host;
     for (int r : ranks) {
         std::string host;
         for (const store::Member& m : members)
-            if (m.kind == store::Member::Kind::caller && r >= m.number && r < m.number + m.local_ranks)
+            if (r >= m.number && r < m.number + m.local_ranks)
                 host = fmt::format("on {} (its caller is {})", m.host, store::state_name(m.state));
         by_host[host.empty() ? "from a machine the store has not heard from" : host].push_back(r);
     }
@@ -71,7 +69,7 @@ std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Mem
         text += fmt::format("{}{} {}", text.empty() ? "" : "; ", joined(its_ranks), host);
     // A machine refused at the rendezvous says why (a different number of local ranks...).
     for (const store::Member& m : members)
-        if (m.kind == store::Member::Kind::caller && m.state == store::Member::State::failed)
+        if (m.state == store::Member::State::failed)
             text += fmt::format("; the caller on {} failed: {}", m.host, m.note);
     return " (" + text + ")";
 }

@@ -1,7 +1,7 @@
 #include "load_source/startup_trial.hpp"
 
 #include "common/posix.hpp"
-#include "launch/worker_host.hpp"
+#include "spawn/worker_host.hpp"
 
 #include <mpify/error.hpp>
 

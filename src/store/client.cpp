@@ -4,7 +4,6 @@
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
-#include <mpify/interrupt.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -31,11 +30,11 @@ enum class Wait { ready, timed_out, interrupted };
 // Waits until `fd` has `events` or `deadline` passes. In the caller's own rank a
 // rendezvous can wait minutes for another machine: it looks for an interrupt
 // (mpify::request_interrupt) at least every 100 ms.
-Wait wait_for(int fd, short events, Clock::time_point deadline) {
+Wait wait_for(int fd, short events, Clock::time_point deadline, InterruptCheck interrupted) {
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
         if (left <= 0) return Wait::timed_out;
-        if (mpify::interrupt_requested()) return Wait::interrupted;
+        if (interrupted()) return Wait::interrupted;
         pollfd p{fd, events, 0};
         const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
         if (n > 0) return Wait::ready;
@@ -54,9 +53,9 @@ std::string this_host_name() {
     return name;
 }
 
-Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout)
-    : c10d::Store(timeout), endpoint_(std::move(endpoint)) {
-    fd_ = connect_to(endpoint_, Clock::now() + bounded(timeout));
+Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted)
+    : c10d::Store(timeout), endpoint_(std::move(endpoint)), interrupted_(interrupted) {
+    fd_ = connect_to(endpoint_, Clock::now() + bounded(timeout), interrupted_);
 }
 
 Client::~Client() {
@@ -70,13 +69,13 @@ Client::~Client() {
 Message Client::call(const Message& request, std::chrono::milliseconds patience) {
     std::lock_guard lock(mutex_);
     const auto deadline = Clock::now() + patience;
-    if (!fd_) fd_ = connect_to(endpoint_, deadline);
+    if (!fd_) fd_ = connect_to(endpoint_, deadline, interrupted_);
     auto broken = [&](const std::string& why) {
         fd_.reset();  // half a reply may be on the way: the next request starts afresh
         return Error(fmt::format("mpify: the group's rendezvous store at {} {}", endpoint_.describe(), why));
     };
     auto await_socket = [&](short events, const char* not_in_time) {
-        const Wait result = wait_for(fd_.get(), events, deadline);
+        const Wait result = wait_for(fd_.get(), events, deadline, interrupted_);
         if (result == Wait::interrupted) throw broken("was left: the call was interrupted");
         if (result == Wait::timed_out) throw broken(fmt::format("{} within {} ms", not_in_time, patience.count()));
     };
@@ -112,8 +111,8 @@ Message Client::call(const Message& request, std::chrono::milliseconds patience)
 
 Message Client::call(const Message& request) { return call(request, answer_margin); }
 
-void Client::introduce(Member::Kind kind, int number, int local_ranks, const std::string& host) {
-    call({Tag::introduce, number, {kind == Member::Kind::rank ? "rank" : "caller", host, std::to_string(local_ranks)}});
+void Client::introduce(int number, int local_ranks, const std::string& host) {
+    call({Tag::introduce, number, {host, std::to_string(local_ranks)}});
     introduced_ = true;
 }
 

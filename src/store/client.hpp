@@ -16,13 +16,15 @@ namespace mpify::detail::store {
 class Client final : public c10d::Store {
 public:
     /// Connects to `endpoint`, retrying while nothing listens there until `timeout`,
-    /// which is also how long each get and wait may take. Throws Error.
-    Client(Endpoint endpoint, std::chrono::milliseconds timeout);
+    /// which is also how long each get and wait may take; any wait ends early once
+    /// `interrupted` says so. Throws Error.
+    Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted);
     /// Says goodbye (a clean end) if introduced and not yet gone.
     ~Client() override;
 
-    /// Tells the store who this connection is (see member.hpp).
-    void introduce(Member::Kind kind, int number, int local_ranks, const std::string& host);
+    /// Tells the store who this connection is: the caller of ranks number .. number +
+    /// local_ranks - 1, on `host` (see member.hpp).
+    void introduce(int number, int local_ranks, const std::string& host);
     /// Tells the store this member ends: cleanly, or after the failure `note`.
     void leave(bool failed, const std::string& note);
     /// Everyone the store has heard from.
@@ -47,6 +49,7 @@ private:
     Message call(const Message& request);
 
     Endpoint endpoint_;
+    InterruptCheck interrupted_;
     std::mutex mutex_;  ///< one request at a time on the connection
     UniqueFd fd_;
     bool introduced_ = false;

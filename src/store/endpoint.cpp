@@ -4,7 +4,6 @@
 #include "common/random_token.hpp"
 
 #include <mpify/error.hpp>
-#include <mpify/interrupt.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -182,7 +181,8 @@ UniqueFd listen_at(Endpoint& endpoint) {
     throw UsageError(fmt::format("mpify: cannot listen at {}:{} ({})", endpoint.host, endpoint.port, last_error));
 }
 
-UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline) {
+UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
+                    InterruptCheck interrupted) {
     std::string last_error;
     bool permanent = false;
     // One try at every address the endpoint has; an empty fd when none answered.
@@ -215,7 +215,7 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
     for (;;) {
         if (UniqueFd fd = attempt()) return fd;
         if (permanent || std::chrono::steady_clock::now() + pause >= deadline) break;
-        if (mpify::interrupt_requested())
+        if (interrupted())
             throw Error(fmt::format("mpify: stopped trying to reach the group's rendezvous at {}: the call was "
                                     "interrupted", endpoint.describe()));
         // Not a synchronization: nothing can tell us when a remote master starts listening.

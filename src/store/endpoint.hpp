@@ -38,10 +38,16 @@ bool peer_is_this_user(int fd);
 /// is written back into `endpoint`. Throws UsageError saying why it cannot listen there.
 UniqueFd listen_at(Endpoint& endpoint);
 
+/// Asked while the store waits (for a connection, a reply): true once the wait should
+/// end because the call was interrupted. The store does not know calls: ddp/ passes
+/// mpify::interrupt_requested.
+using InterruptCheck = bool (*)() noexcept;
+
 /// A connected socket to `endpoint`, tried again while nothing listens there yet (the
-/// master may start later than this host) until `deadline`. Throws Error naming the
-/// endpoint and the last reason.
-UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline);
+/// master may start later than this host) until `deadline`, or until `interrupted`.
+/// Throws Error naming the endpoint and the last reason.
+UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
+                    InterruptCheck interrupted);
 
 /// An address as numeric text ("10.0.0.2", "::1"); "?" when it has none.
 std::string numeric_host(const sockaddr* address, socklen_t size);

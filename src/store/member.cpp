@@ -7,7 +7,7 @@
 namespace mpify::detail::store {
 namespace {
 
-constexpr std::size_t fields_per_member = 6;
+constexpr std::size_t fields_per_member = 5;
 
 int small_number(const std::string& text) {
     std::size_t used = 0;
@@ -36,7 +36,6 @@ const char* state_name(Member::State state) {
 std::vector<std::string> encode_members(const std::vector<Member>& members) {
     std::vector<std::string> fields;
     for (const Member& m : members) {
-        fields.push_back(m.kind == Member::Kind::rank ? "rank" : "caller");
         fields.push_back(std::to_string(m.number));
         fields.push_back(std::to_string(m.local_ranks));
         fields.push_back(m.host);
@@ -52,20 +51,17 @@ std::vector<Member> decode_members(const std::vector<std::string>& fields) {
     std::vector<Member> members;
     for (std::size_t i = 0; i < fields.size(); i += fields_per_member) {
         Member m;
-        if (fields[i] != "rank" && fields[i] != "caller")
-            throw MalformedMessage(fmt::format("unknown member kind '{}'", fields[i]));
-        m.kind = fields[i] == "rank" ? Member::Kind::rank : Member::Kind::caller;
-        m.number = small_number(fields[i + 1]);
-        m.local_ranks = small_number(fields[i + 2]);
-        m.host = fields[i + 3];
+        m.number = small_number(fields[i]);
+        m.local_ranks = small_number(fields[i + 1]);
+        m.host = fields[i + 2];
         bool known = false;
         for (auto s : {Member::State::present, Member::State::left, Member::State::failed, Member::State::gone})
-            if (fields[i + 4] == state_name(s)) {
+            if (fields[i + 3] == state_name(s)) {
                 m.state = s;
                 known = true;
             }
-        if (!known) throw MalformedMessage(fmt::format("unknown member state '{}'", fields[i + 4]));
-        m.note = fields[i + 5];
+        if (!known) throw MalformedMessage(fmt::format("unknown member state '{}'", fields[i + 3]));
+        m.note = fields[i + 4];
         members.push_back(std::move(m));
     }
     return members;

@@ -1,24 +1,23 @@
 #pragma once
-// Who the rendezvous store has heard from: each rank of the group and each caller
-// (the process that ran in_ddp on a machine) introduces itself on its connection; the
-// store notices when that connection ends without a word, which is how the hosts that
-// remain learn which ranks, and which machine, went away.
+// Who the rendezvous store has heard from: each caller (the process that ran in_ddp on a
+// machine, for its ranks) introduces itself on its connection; the store notices when
+// that connection ends without a word, which is how the hosts that remain learn which
+// ranks, and which machine, went away. (Ranks connect without introducing themselves:
+// their end is their caller's to report.)
 #include <string>
 #include <vector>
 
 namespace mpify::detail::store {
 
 struct Member {
-    enum class Kind { rank, caller };
     enum class State {
         present,  ///< connected
         left,     ///< said goodbye after a clean end
         failed,   ///< said goodbye after a failure (`note` says which)
         gone,     ///< its connection ended without a goodbye: the process or its machine died
     };
-    Kind kind = Kind::rank;
-    int number = 0;       ///< a rank, or a caller's first rank (base_rank)
-    int local_ranks = 0;  ///< a caller's n (ranks number .. number+n-1)
+    int number = 0;       ///< the caller's first rank (base_rank)
+    int local_ranks = 0;  ///< the caller's n (ranks number .. number+n-1)
     std::string host;     ///< its machine's name, and the address the store saw it from
     State state = State::present;
     std::string note;     ///< with `failed`: what failed

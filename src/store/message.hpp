@@ -24,7 +24,7 @@ constexpr std::size_t max_fields = 65536;
 enum class Tag : std::uint8_t {
     ok = 0,
     failed = 1,
-    introduce = 2,    ///< number: a rank (or a caller's base rank); fields: kind, host, local ranks
+    introduce = 2,    ///< number: the caller's base rank; fields: host, local ranks
     set = 3,          ///< fields: key, value
     compare_set = 4,  ///< fields: key, expected, desired -> the value now stored (c10d semantics)
     get = 5,          ///< fields: key -> value, once the key exists

@@ -1,5 +1,6 @@
 #include "store/server.hpp"
 
+#include "common/poll_set.hpp"
 #include "common/posix.hpp"
 #include "common/signal_free_thread.hpp"
 #include "store/message.hpp"
@@ -112,13 +113,11 @@ void Server::set_member_state(Connection& c, Member::State state, std::string no
 }
 
 Message Server::introduce(Connection& c, const Message& m) {
-    if (m.fields.size() != 3 || (m.fields[0] != "rank" && m.fields[0] != "caller"))
-        return failed("introduce takes a kind, a host and a number of local ranks");
+    if (m.fields.size() != 2) return failed("introduce takes a host and a number of local ranks");
     Member member;
-    member.kind = m.fields[0] == "rank" ? Member::Kind::rank : Member::Kind::caller;
     member.number = static_cast<int>(m.number);
-    member.local_ranks = std::atoi(m.fields[2].c_str());
-    member.host = c.peer.empty() || m.fields[1] == c.peer ? m.fields[1] : fmt::format("{} ({})", m.fields[1], c.peer);
+    member.local_ranks = std::atoi(m.fields[1].c_str());
+    member.host = c.peer.empty() || m.fields[0] == c.peer ? m.fields[0] : fmt::format("{} ({})", m.fields[0], c.peer);
     std::lock_guard lock(members_mutex_);
     if (c.member >= 0) {  // introduced again after reconnecting: the same member
         members_[static_cast<std::size_t>(c.member)] = member;
@@ -335,7 +334,7 @@ void Server::drop_what_overflows(Clock::time_point now) {
 
 void Server::serve() {
     auto& connections = state_->connections;
-    std::vector<pollfd> polled;
+    PollSet polled;
     for (;;) {
         const auto now = Clock::now();
         auto next_deadline = settle_blocked(now);
@@ -345,24 +344,25 @@ void Server::serve() {
         for (const auto& c : connections)
             if (!c->proven) next_deadline = std::min(next_deadline, c->accepted_at + unproven_time);
 
-        polled.assign({{wake_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
-        if (now < state_->listener_paused_until) {
-            polled[1].fd = -1;  // poll skips it
-            next_deadline = std::min(next_deadline, state_->listener_paused_until);
+        polled.clear();
+        polled.add(wake_.fd(), POLLIN);
+        const bool listening = now >= state_->listener_paused_until;
+        polled.add(listening ? listener_.get() : -1, POLLIN);
+        if (!listening) next_deadline = std::min(next_deadline, state_->listener_paused_until);
+        for (auto& c : connections) polled.add(c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)));
+        std::optional<Clock::time_point> wake_at;
+        if (next_deadline != Clock::time_point::max()) wake_at = next_deadline;
+        try {
+            polled.wait(wake_at);
+        } catch (const std::system_error&) {
+            return;  // nothing this thread can wait on: the store ends, its clients see it gone
         }
-        for (auto& c : connections)
-            polled.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
-        int wait_ms = -1;
-        if (next_deadline != Clock::time_point::max())
-            wait_ms = static_cast<int>(std::clamp<long long>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count() + 1, 0, 60000));
-        if (retry_on_eintr([&] { return ::poll(polled.data(), polled.size(), wait_ms); }) < 0) return;
-        if (polled[0].revents != 0) return;  // stop
+        if (polled.revents(0) != 0) return;  // stop
 
         // Connections first (indices match `polled`), then new ones.
         for (std::size_t i = connections.size(); i-- > 0;)
-            if (!exchange(*connections[i], polled[i + 2].revents)) drop(i);
-        if (polled[1].revents & POLLIN) accept_one();
+            if (!exchange(*connections[i], polled.revents(i + 2))) drop(i);
+        if (polled.revents(1) & POLLIN) accept_one();
     }
 }
 

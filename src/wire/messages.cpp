@@ -1,12 +1,20 @@
 #include "wire/messages.hpp"
 
+#include "common/byte_codec.hpp"
 #include "wire/frames.hpp"
-#include "wire/message_codec.hpp"
+
+#include <stdexcept>
 
 namespace mpify::detail {
+namespace {
+
+using Reader = ByteReader<std::runtime_error>;
+
+}  // namespace
 
 std::string encode_call_meta(const CallMeta& meta) {
-    WireWriter w;
+    ByteWriter w;
+    w.str(meta.mpify_version);
     w.u32(static_cast<std::uint32_t>(meta.rank));
     w.u32(static_cast<std::uint32_t>(meta.world_size));
     w.u32(meta.want_result ? 1 : 0);
@@ -15,24 +23,29 @@ std::string encode_call_meta(const CallMeta& meta) {
     w.str(meta.library);
     w.str(meta.context_key);
     w.str(meta.context_library);
-    w.i64(static_cast<std::int64_t>(meta.shared_args_size));
+    w.u64(meta.shared_args_size);
     return w.take();
 }
 
 CallMeta decode_call(std::string_view payload, std::string_view& args) {
-    WireReader r(payload);
+    Reader r(payload, "mpify: a call on the channel");
     CallMeta meta;
-    meta.rank = static_cast<std::int32_t>(r.u32());
-    meta.world_size = static_cast<std::int32_t>(r.u32());
-    meta.want_result = r.u32() != 0;
-    meta.function = r.str();
-    meta.signature = r.str();
-    meta.library = r.str();
-    meta.context_key = r.str();
-    meta.context_library = r.str();
-    meta.shared_args_size = static_cast<std::uint64_t>(r.i64());
+    meta.mpify_version = r.str("the mpify version");
+    meta.rank = static_cast<std::int32_t>(r.u32("the rank"));
+    meta.world_size = static_cast<std::int32_t>(r.u32("the world size"));
+    meta.want_result = r.u32("the result flag") != 0;
+    meta.function = r.str("the function");
+    meta.signature = r.str("its signature");
+    meta.library = r.str("its library");
+    meta.context_key = r.str("the context");
+    meta.context_library = r.str("the context's library");
+    meta.shared_args_size = r.u64("the size of the shared arguments");
     args = payload.substr(r.position());
     return meta;
+}
+
+std::string call_version(std::string_view payload) {
+    return Reader(payload, "mpify: a call on the channel").str("the mpify version");
 }
 
 std::string call_frame_head(const CallMeta& meta, std::size_t args_size) {
@@ -41,7 +54,7 @@ std::string call_frame_head(const CallMeta& meta, std::size_t args_size) {
 }
 
 std::string encode_failure(const FailureInfo& failure) {
-    WireWriter w;
+    ByteWriter w;
     w.str(failure.type);
     w.str(failure.what);
     w.i64(failure.when_ns);
@@ -49,11 +62,11 @@ std::string encode_failure(const FailureInfo& failure) {
 }
 
 FailureInfo decode_failure(std::string_view payload) {
-    WireReader r(payload);
+    Reader r(payload, "mpify: a failure report on the channel");
     FailureInfo failure;
-    failure.type = r.str();
-    failure.what = r.str();
-    failure.when_ns = r.i64();
+    failure.type = r.str("the exception's type");
+    failure.what = r.str("its message");
+    failure.when_ns = r.i64("when it was thrown");
     return failure;
 }
 

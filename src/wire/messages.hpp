@@ -8,6 +8,10 @@
 namespace mpify::detail {
 
 struct CallMeta {
+    /// The caller's mpify (MPIFY_VERSION_STRING). First on the wire, and the one field
+    /// every version keeps in place: a worker of another version reads it before
+    /// anything else and refuses the call by name.
+    std::string mpify_version;
     std::int32_t rank = 0;
     std::int32_t world_size = 1;
     bool want_result = true;
@@ -38,6 +42,8 @@ std::string encode_call_meta(const CallMeta& meta);
 std::string call_frame_head(const CallMeta& meta, std::size_t args_size);
 /// Splits a call payload into its meta and the argument blob (a view into `payload`).
 CallMeta decode_call(std::string_view payload, std::string_view& args);
+/// The mpify version a call payload names: its first field, whatever follows it.
+std::string call_version(std::string_view payload);
 
 std::string encode_failure(const FailureInfo& failure);
 FailureInfo decode_failure(std::string_view payload);

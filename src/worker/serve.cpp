@@ -2,12 +2,14 @@
 
 #include "common/demangle.hpp"
 #include "common/object_locator.hpp"
+#include "contract/process_contract.hpp"
 #include "registry/function_table.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
-#include "worker/process_contract.hpp"
 #include "worker/started_by_mpify.hpp"
+
+#include <mpify/version.hpp>
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -58,6 +60,16 @@ FunctionEntry find_function(const CallMeta& call) {
         "qualified names (MPIFY_REGISTER(ns::f)) or rename one", found.size(), call.function, where));
 }
 
+// A call from a caller of another mpify version: its layout, its functions' ABI and the
+// worker's may differ, so it is refused by name before anything else is read.
+void check_call_version(const std::string& caller_version) {
+    if (caller_version == MPIFY_VERSION_STRING) return;
+    throw std::runtime_error(fmt::format(
+        "mpify worker: the caller runs mpify {} and this worker mpify {} ({}); the processes of a call must run "
+        "one version of mpify: rebuild the program against one installation, or set MPIFY_WORKER_PROGRAM to the "
+        "mpify-worker of the caller's", caller_version, MPIFY_VERSION_STRING, libmpify_path()));
+}
+
 std::int64_t monotonic_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -80,10 +92,19 @@ void send_failure() noexcept {
     }
 }
 
+// Loads a shared object the call names (`holding`: what it holds, for the message). A
+// library built against another mpify fails here (its version node is not found): the
+// message names this worker's version beside the loader's words.
+void load_library(const std::string& path, const char* holding) {
+    if (path.empty() || ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return;
+    const char* why = ::dlerror();
+    throw std::runtime_error(fmt::format("mpify worker: cannot load {}, which holds {}: {} (this worker runs mpify {}, "
+                                         "{})", path, holding, why ? why : "?", MPIFY_VERSION_STRING, libmpify_path()));
+}
+
 // Runs the call and returns the result blob; throws whatever fn throws.
 std::string run_call(const CallMeta& call, std::string_view args) {
-    if (!call.library.empty() && ::dlopen(call.library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
-        throw std::runtime_error(fmt::format("mpify worker: cannot load {}: {}", call.library, ::dlerror()));
+    load_library(call.library, "the function");
     const FunctionEntry function = find_function(call);
     std::string result;
     struct Body {
@@ -105,9 +126,7 @@ std::string run_call(const CallMeta& call, std::string_view args) {
         Body::run(&body);
         return result;
     }
-    if (!call.context_library.empty() && ::dlopen(call.context_library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
-        throw std::runtime_error(
-            fmt::format("mpify worker: cannot load {}, which holds the context: {}", call.context_library, ::dlerror()));
+    load_library(call.context_library, "the context");
     ContextEntry context;
     if (!find_context(call.context_key, context))
         throw std::runtime_error(fmt::format(
@@ -156,6 +175,7 @@ void flush_everything() {
 
     bool ok = false;
     try {
+        check_call_version(call_version(frame->payload));
         std::string_view args;
         const CallMeta call = decode_call(frame->payload, args);
         name_this_worker(call.rank);

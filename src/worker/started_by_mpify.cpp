@@ -1,7 +1,7 @@
 #include "worker/started_by_mpify.hpp"
 
 #include "common/environment_number.hpp"
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <mpify/mpify.hpp>
+#include <mpify/version.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -43,9 +44,9 @@ mpify::Options with_spawner(mpify::Spawner spawner) {
     return options;
 }
 
-// The NEEDED entries of an ELF file's dynamic section, as readelf prints them.
-std::string needed_libraries(const std::string& file) {
-    const std::string command = "readelf -d '" + file + "' | grep NEEDED";
+// What `readelf <options>` prints about `file`.
+std::string readelf(const std::string& options, const std::string& file) {
+    const std::string command = "readelf " + options + " '" + file + "'";
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string text;
@@ -113,11 +114,21 @@ TEST_CASE("no LibTorch library is a dependency of the program, libmpify.so or mp
     const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
     for (const std::string& file : {program, path_of_libmpify(), std::string(MPIFY_TEST_WORKER)}) {
         INFO(file);
-        const std::string needed = needed_libraries(file);
+        const std::string needed = readelf("-d", file);
         const bool names_libmpify = needed.find("libmpify.so") != std::string::npos;
         CHECK((names_libmpify || file == path_of_libmpify()));
         CHECK(needed.find("libc.so") != std::string::npos);  // readelf answered
         CHECK(needed.find("torch") == std::string::npos);
         CHECK(needed.find("libc10") == std::string::npos);
     }
+}
+
+TEST_CASE("mpify's symbols carry its version node, and what links them needs that node") {
+    const std::string node = "MPIFY_" + std::to_string(MPIFY_VERSION_MAJOR) + "." + std::to_string(MPIFY_VERSION_MINOR);
+    const std::string exported = readelf("--dyn-syms -W", path_of_libmpify());
+    CHECK_THAT(exported, Catch::Contains("_ZN5mpify10local_rankEv@@" + node));  // mpify::local_rank()
+    CHECK_THAT(exported, Catch::Contains("mpify_source_generation@@" + node));
+    const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
+    CHECK_THAT(readelf("-V -W", program), Catch::Contains("Name: " + node));
+    CHECK_THAT(readelf("-V -W", MPIFY_TEST_WORKER), Catch::Contains("Name: " + node));
 }

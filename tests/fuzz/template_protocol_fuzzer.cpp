@@ -1,7 +1,7 @@
 // libFuzzer target: the messages between a caller and its warm template (a request to
 // fork a worker, the template's reply). Malformed bytes are a runtime_error, never a
 // crash or an allocation the bytes do not justify.
-#include "warm_template/protocol.hpp"
+#include "contract/template_protocol.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -25,6 +25,9 @@ namespace store = mpify::detail::store;
 
 namespace {
 
+// The store is asked whether to give up waiting; these tests are never interrupted.
+bool never_interrupted() noexcept { return false; }
+
 using Clock = std::chrono::steady_clock;
 
 store::Endpoint loopback() {
@@ -44,7 +47,7 @@ mpify::detail::DdpSettings settings_for(const store::Endpoint& e, int rank, int 
 
 // A raw connection to the server, for sending what no client would.
 mpify::detail::UniqueFd outsider(const store::Endpoint& e) {
-    return store::connect_to(e, Clock::now() + std::chrono::seconds(5));
+    return store::connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
 }
 
 void send_bytes(int fd, const std::string& bytes) {
@@ -127,7 +130,7 @@ TEST_CASE("a store that never answers cannot hold a wait past its timeout", "[st
     store::Endpoint e;
     e.unix_path = store::private_socket_name();
     const auto listener = store::listen_at(e);
-    store::Client client(e, std::chrono::milliseconds(300));
+    store::Client client(e, std::chrono::milliseconds(300), never_interrupted);
     const auto start = Clock::now();
     CHECK_THROWS_WITH(client.wait({"never"}, std::chrono::milliseconds(300)), Contains("did not answer within"));
     CHECK(Clock::now() - start < std::chrono::seconds(5));
@@ -137,19 +140,19 @@ TEST_CASE("the store tells a caller that left from one whose connection died", "
     store::Endpoint e = loopback();
     const store::Server server(e);
     {
-        store::Client clean(server.endpoint(), std::chrono::seconds(5));
-        clean.introduce(store::Member::Kind::caller, 0, 2, "a");
+        store::Client clean(server.endpoint(), std::chrono::seconds(5), never_interrupted);
+        clean.introduce(0, 2, "a");
     }  // says goodbye
     {
         // Introduced over a raw connection that then closes, as when its process is
         // SIGKILLed: no goodbye.
         auto killed = outsider(server.endpoint());
-        send_bytes(killed.get(), store::encode(store::Message{store::Tag::introduce, 2, {"caller", "b", "2"}}));
+        send_bytes(killed.get(), store::encode(store::Message{store::Tag::introduce, 2, {"b", "2"}}));
         char reply[64];
         REQUIRE(::recv(killed.get(), reply, sizeof reply, 0) > 0);
     }
-    store::Client observer(server.endpoint(), std::chrono::seconds(5));
-    observer.introduce(store::Member::Kind::caller, 4, 2, "c");
+    store::Client observer(server.endpoint(), std::chrono::seconds(5), never_interrupted);
+    observer.introduce(4, 2, "c");
     const auto members = observer.members();
     REQUIRE(members.size() == 3);
     CHECK(members[0].state == store::Member::State::left);
@@ -260,7 +263,7 @@ TEST_CASE("a one-machine store lives in the abstract namespace and closes other 
         if (stranger == 0) {
             if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
             try {
-                auto fd = store::connect_to(e, Clock::now() + std::chrono::seconds(5));
+                auto fd = store::connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
                 const std::string request = store::encode(store::Message{store::Tag::count, 0, {}});
                 (void)!::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
                 char c;

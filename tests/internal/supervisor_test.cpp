@@ -7,7 +7,7 @@
 #include "call/output_relay.hpp"
 #include "call/supervisor.hpp"
 #include "call/worker_lifecycle.hpp"
-#include "launch/child_process.hpp"
+#include "spawn/child_process.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
 

@@ -45,6 +45,7 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     meta.function = "ns::train";
     meta.signature = "PFdiE";
     meta.library = "/tmp/libx.so";
+    meta.mpify_version = "0.1.0";
     meta.context_key = "N5mpify8DdpGuardE";
     meta.context_library = "/opt/mpify/lib/libmpify_torch.so.0";
     const std::string args("\0args\0", 6);
@@ -58,6 +59,8 @@ TEST_CASE("a call's metadata and arguments decode to what was encoded", "[wire]"
     CHECK(decoded.signature == meta.signature);
     CHECK(decoded.library == meta.library);
     CHECK(decoded.context_key == meta.context_key);
+    CHECK(decoded.mpify_version == meta.mpify_version);
+    CHECK(mpify::detail::call_version(payload) == "0.1.0");
     CHECK(decoded.context_library == meta.context_library);
     CHECK(decoded_args == args);
 }

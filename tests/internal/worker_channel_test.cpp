@@ -1,10 +1,13 @@
-// A worker whose caller goes away in the middle of sending the call: the worker must not
-// wait for bytes that will never come, nor take memory for what the header announced;
-// it exits at once, saying why.
+// mpify-worker against a caller that is not what it expects: one that goes away in the
+// middle of sending the call (the worker must not wait for bytes that will never come,
+// nor take memory for what the header announced: it exits at once, saying why), one of
+// another mpify version (refused by name), and a library that does not load.
+#include "contract/process_contract.hpp"
 #include "wire/frames.hpp"
-#include "worker/process_contract.hpp"
+#include "wire/messages.hpp"
 
 #include <catch2/catch.hpp>
+#include <mpify/version.hpp>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,13 +15,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 extern char** environ;
 
-TEST_CASE("a worker whose caller closes the channel in the middle of a 4 GiB call exits at once, saying why",
-          "[wire][worker]") {
+namespace {
+
+// mpify-worker, started by hand as mpify starts it, with its channel and stderr kept here.
+struct HandStartedWorker {
+    pid_t pid = -1;
+    int channel = -1;  ///< the caller's end
+    int err = -1;      ///< the read end of its stderr
+};
+
+HandStartedWorker start_worker_by_hand() {
     int channel[2], err[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) == 0);
     REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
@@ -41,24 +53,82 @@ TEST_CASE("a worker whose caller closes the channel in the middle of a 4 GiB cal
     posix_spawn_file_actions_destroy(&actions);
     ::close(channel[1]);
     ::close(err[1]);
+    return {worker, channel[0], err[0]};
+}
 
-    // A call announcing 4 GiB, 1 MiB of it, then the caller's end closes.
-    const std::string start =
-        mpify::detail::frame_header(mpify::detail::FrameType::call, std::uint64_t{4} << 30) + std::string(1 << 20, 'a');
-    for (std::size_t sent = 0; sent < start.size();) {
-        const ssize_t n = ::send(channel[0], start.data() + sent, start.size() - sent, MSG_NOSIGNAL);
+// Waits for the worker's end; returns its stderr and sets `status`.
+std::string reap(const HandStartedWorker& worker, int& status) {
+    REQUIRE(::waitpid(worker.pid, &status, 0) == worker.pid);
+    std::string said;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(worker.err, buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<std::size_t>(n));
+    ::close(worker.err);
+    return said;
+}
+
+void send_all(int fd, const std::string& bytes) {
+    for (std::size_t sent = 0; sent < bytes.size();) {
+        const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
         REQUIRE(n > 0);
         sent += static_cast<std::size_t>(n);
     }
-    ::close(channel[0]);
+}
 
+}  // namespace
+
+TEST_CASE("a worker whose caller closes the channel in the middle of a 4 GiB call exits at once, saying why",
+          "[wire][worker]") {
+    const HandStartedWorker worker = start_worker_by_hand();
+    // A call announcing 4 GiB, 1 MiB of it, then the caller's end closes.
+    send_all(worker.channel,
+             mpify::detail::frame_header(mpify::detail::FrameType::call, std::uint64_t{4} << 30) +
+                 std::string(1 << 20, 'a'));
+    ::close(worker.channel);
     int status = 0;
-    REQUIRE(::waitpid(worker, &status, 0) == worker);
-    std::string said;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(err[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<std::size_t>(n));
-    ::close(err[0]);
+    const std::string said = reap(worker, status);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 70);
     CHECK_THAT(said, Catch::Contains("ended in the middle"));
+}
+
+TEST_CASE("a worker refuses a call from another version of mpify, naming both", "[wire][worker]") {
+    const HandStartedWorker worker = start_worker_by_hand();
+    mpify::detail::CallMeta meta;
+    meta.mpify_version = "0.0.1-elsewhere";
+    meta.world_size = 2;
+    meta.rank = 1;
+    meta.function = "anything";
+    send_all(worker.channel, mpify::detail::call_frame_head(meta, 0));
+    const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
+    ::close(worker.channel);
+    int status = 0;
+    reap(worker, status);
+    REQUIRE(reply);
+    REQUIRE(reply->type == mpify::detail::FrameType::failure);
+    const std::string what = mpify::detail::decode_failure(reply->payload).what;
+    CHECK_THAT(what, Catch::Contains("the caller runs mpify 0.0.1-elsewhere"));
+    CHECK_THAT(what, Catch::Contains("this worker mpify " MPIFY_VERSION_STRING));
+    CHECK_THAT(what, Catch::Contains("libmpify.so"));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+}
+
+TEST_CASE("a worker that cannot load the function's library says so, with its own mpify version", "[wire][worker]") {
+    const HandStartedWorker worker = start_worker_by_hand();
+    mpify::detail::CallMeta meta;
+    meta.mpify_version = MPIFY_VERSION_STRING;
+    meta.world_size = 2;
+    meta.rank = 1;
+    meta.function = "anything";
+    meta.library = "/nonexistent/libmpify_test_missing.so";
+    send_all(worker.channel, mpify::detail::call_frame_head(meta, 0));
+    const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
+    ::close(worker.channel);
+    int status = 0;
+    reap(worker, status);
+    REQUIRE(reply);
+    REQUIRE(reply->type == mpify::detail::FrameType::failure);
+    const std::string what = mpify::detail::decode_failure(reply->payload).what;
+    CHECK_THAT(what, Catch::Contains("cannot load /nonexistent/libmpify_test_missing.so, which holds the function"));
+    CHECK_THAT(what, Catch::Contains("this worker runs mpify " MPIFY_VERSION_STRING));
 }

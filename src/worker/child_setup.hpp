@@ -1,7 +1,7 @@
 #pragma once
 // The one function every spawner runs in a new worker process before it becomes the
 // worker: the exec spawner between fork and exec, the warm template in each child it forks.
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
 
 #include <sys/types.h>
 

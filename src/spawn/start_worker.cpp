@@ -1,8 +1,8 @@
-#include "launch/start_worker.hpp"
+#include "spawn/start_worker.hpp"
 
 #include "common/posix.hpp"
-#include "launch/exec_spawner.hpp"
-#include "warm_template/template_pool.hpp"
+#include "spawn/exec_spawner.hpp"
+#include "spawn/template_pool.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,8 +1,8 @@
-#include "warm_template/template_pool.hpp"
+#include "spawn/template_pool.hpp"
 
-#include "launch/exec_spawner.hpp"
-#include "warm_template/warm_template.hpp"
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
+#include "spawn/exec_spawner.hpp"
+#include "spawn/template_client.hpp"
 
 #include <mpify/error.hpp>
 

@@ -13,7 +13,7 @@
 namespace mpify::detail {
 
 /// What a new worker (or warm template) process is started with; the fds become its
-/// fds 1-4 as worker/process_contract.hpp lays out.
+/// fds 1-4 as contract/process_contract.hpp lays out.
 struct LaunchSpec {
     std::string executable;          ///< path passed to execve
     std::vector<std::string> argv;   ///< argv[0] included

@@ -1,6 +1,6 @@
 #pragma once
 // What a process started by mpify finds when it starts: the whole contract between the
-// caller (launch/, warm_template/) and the worker (worker/), in one place.
+// caller (spawn/) and the process it starts (worker/), in one place.
 //
 //   fd 0   /dev/null
 //   fd 1   stdout: a pipe to the caller's relay, /dev/null, or the caller's own fd 1
@@ -13,7 +13,7 @@
 // and in its environment either
 //   MPIFY_WORKER_FD=3    serve one call (worker/serve.hpp), or
 //   MPIFY_TEMPLATE_FD=3  become a warm template, fd 3 being its control socket
-//                        (warm_template/server.hpp; it has no PDEATHSIG)
+//                        (worker/template_server.hpp; it has no PDEATHSIG)
 // plus LOCAL_RANK and LOCAL_WORLD_SIZE (workers only) and the caller's Options::env.
 
 namespace mpify::detail {

@@ -1,9 +1,10 @@
-#include "warm_template/warm_template.hpp"
+#include "spawn/template_client.hpp"
 
+#include "common/poll_set.hpp"
 #include "common/posix.hpp"
-#include "launch/exec_spawner.hpp"
-#include "warm_template/lasting_thread.hpp"
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
+#include "spawn/exec_spawner.hpp"
+#include "spawn/lasting_thread.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -93,11 +94,16 @@ TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::se
                                         std::optional<std::chrono::steady_clock::time_point> call_deadline) {
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = std::min(started + limit, call_deadline.value_or(started + limit));
+    PollSet fds;
+    fds.add(control_.get(), POLLIN);
+    fds.add(process_.pidfd.get(), POLLIN);
     for (;;) {
-        pollfd fds[2] = {{control_.get(), POLLIN, 0}, {process_.pidfd.get(), POLLIN, 0}};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left.count(), 0)));
-        if (ready < 0 && errno == EINTR) continue;
+        int ready = -1;
+        try {
+            ready = fds.wait(deadline);
+        } catch (const std::system_error&) {  // cannot wait on it: as good as gone
+        }
+        if (ready == 0 && std::chrono::steady_clock::now() < deadline) continue;  // a signal woke it
         if (ready == 0) {
             const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             throw TemplateUnavailable(
@@ -106,14 +112,14 @@ TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::se
                                           process_.pid, waited, waiting_for));
         }
         // A reply sent just before the template died is still worth reading.
-        if (ready > 0 && (fds[0].revents & POLLIN)) {
+        if (ready > 0 && (fds.revents(0) & POLLIN)) {
             try {
                 return receive_reply(control_.get());
             } catch (const std::exception& e) {
                 throw TemplateUnavailable(Kind::gone, fmt::format("the template is gone ({})", e.what()));
             }
         }
-        if (ready < 0 || fds[0].revents != 0 || fds[1].revents != 0)
+        if (ready < 0 || fds.revents(0) != 0 || fds.revents(1) != 0)
             throw TemplateUnavailable(Kind::gone, fmt::format("the template exited (waiting for it {})", waiting_for));
     }
 }

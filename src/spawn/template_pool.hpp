@@ -1,8 +1,8 @@
 #pragma once
 // The caller's warm templates, one per worker program, started on first use and
 // replaced when they die, go stale or were started with another load-time environment.
-#include "launch/child_process.hpp"
-#include "launch/worker_host.hpp"
+#include "spawn/child_process.hpp"
+#include "spawn/worker_host.hpp"
 
 namespace mpify::detail {
 

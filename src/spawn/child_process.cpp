@@ -1,4 +1,4 @@
-#include "launch/child_process.hpp"
+#include "spawn/child_process.hpp"
 
 #include "common/posix.hpp"
 

@@ -1,10 +1,10 @@
 #pragma once
-// The caller's handle on one warm template process (server.hpp is the other side):
+// The caller's handle on one warm template process (worker/template_server.hpp is the other side):
 // starts it by exec, asks it to fork workers, and stops it.
 #include "common/unique_fd.hpp"
-#include "launch/child_process.hpp"
-#include "launch/worker_host.hpp"
-#include "warm_template/protocol.hpp"
+#include "contract/template_protocol.hpp"
+#include "spawn/child_process.hpp"
+#include "spawn/worker_host.hpp"
 
 #include <chrono>
 #include <optional>

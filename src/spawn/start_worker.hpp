@@ -3,8 +3,8 @@
 // forked from the warm template of its program or exec'd (see Spawner in options.hpp).
 // Whenever the template cannot, the worker is exec'd instead and the reason is logged
 // once to stderr.
-#include "launch/child_process.hpp"
-#include "launch/worker_host.hpp"
+#include "spawn/child_process.hpp"
+#include "spawn/worker_host.hpp"
 
 #include <mpify/options.hpp>
 

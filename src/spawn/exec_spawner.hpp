@@ -1,6 +1,6 @@
 #pragma once
 // The exec spawner: a worker (or a warm template) as a new program image, fork + exec.
-#include "launch/child_process.hpp"
+#include "spawn/child_process.hpp"
 
 namespace mpify::detail {
 

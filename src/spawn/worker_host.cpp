@@ -1,12 +1,12 @@
-#include "launch/worker_host.hpp"
+#include "spawn/worker_host.hpp"
 
 #include "common/object_locator.hpp"
+#include "worker/init.hpp"
 
 #include <mpify/error.hpp>
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
@@ -18,8 +18,6 @@
 
 namespace mpify::detail {
 namespace {
-
-std::atomic<bool> initialized{false};
 
 // The caller's own command line, so a worker's `ps` line reads like its caller's.
 std::vector<std::string> own_command_line() {
@@ -65,8 +63,6 @@ std::string find_mpify_worker() {
         MPIFY_INSTALL_BINDIR));
 }
 
-void mark_initialized() noexcept { initialized = true; }
-
 WorkerHost choose_worker_host(const void* address, const std::string& name) {
     const ObjectLocation where = locate_object(address);
     if (!where.found) {
@@ -78,7 +74,7 @@ WorkerHost choose_worker_host(const void* address, const std::string& name) {
     }
     WorkerHost host;
     if (where.is_main_program) {
-        if (!initialized) {
+        if (!init_ran()) {
             throw UsageError(fmt::format(
                 "mpify: function '{}' is defined in this program, but the program never called "
                 "mpify::init(argc, argv). Call it first thing in main(): a worker is this same "

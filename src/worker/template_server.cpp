@@ -1,10 +1,10 @@
-#include "warm_template/server.hpp"
+#include "worker/template_server.hpp"
 
 #include "common/posix.hpp"
-#include "launch/child_setup.hpp"
-#include "warm_template/fork_for_parent.hpp"
-#include "warm_template/protocol.hpp"
-#include "worker/process_contract.hpp"
+#include "contract/process_contract.hpp"
+#include "contract/template_protocol.hpp"
+#include "worker/child_setup.hpp"
+#include "worker/fork_for_parent.hpp"
 #include "worker/serve.hpp"
 #include "worker/started_by_mpify.hpp"
 

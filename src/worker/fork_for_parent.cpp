@@ -1,4 +1,4 @@
-#include "warm_template/fork_for_parent.hpp"
+#include "worker/fork_for_parent.hpp"
 
 #include "common/posix.hpp"
 

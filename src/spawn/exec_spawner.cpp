@@ -1,7 +1,7 @@
-#include "launch/exec_spawner.hpp"
+#include "spawn/exec_spawner.hpp"
 
 #include "common/posix.hpp"
-#include "launch/child_setup.hpp"
+#include "worker/child_setup.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,4 +1,4 @@
-#include "launch/child_setup.hpp"
+#include "worker/child_setup.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>

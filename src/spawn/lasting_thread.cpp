@@ -1,4 +1,4 @@
-#include "warm_template/lasting_thread.hpp"
+#include "spawn/lasting_thread.hpp"
 
 #include "common/signal_free_thread.hpp"
 

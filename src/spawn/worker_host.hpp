@@ -26,7 +26,4 @@ WorkerHost choose_worker_host(const void* address, const std::string& name);
 /// installed bin folder. Throws SpawnError naming where it looked.
 std::string find_mpify_worker();
 
-/// Records that mpify::init ran in this process.
-void mark_initialized() noexcept;
-
 }  // namespace mpify::detail

@@ -1,7 +1,7 @@
-#include "warm_template/protocol.hpp"
+#include "contract/template_protocol.hpp"
 
+#include "common/byte_codec.hpp"
 #include "common/posix.hpp"
-#include "wire/message_codec.hpp"
 
 #include <sys/socket.h>
 
@@ -67,7 +67,7 @@ std::optional<std::string> receive_message(int socket, std::vector<UniqueFd>* fd
 }  // namespace
 
 void send_fork_request(int socket, const ForkRequest& request, const std::vector<int>& fds) {
-    WireWriter out;
+    ByteWriter out;
     out.i64(request.caller);
     out.str(request.library);
     out.u32(static_cast<std::uint32_t>(request.env.size()));
@@ -80,40 +80,33 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
 
 namespace {
 
-void expect_end(const WireReader& in, std::string_view bytes, const char* what) {
-    if (in.position() != bytes.size())
-        throw std::runtime_error("mpify: " + std::to_string(bytes.size() - in.position()) + " bytes after " + what);
-}
+using Reader = ByteReader<std::runtime_error>;
 
 }  // namespace
 
 ForkRequest decode_fork_request(std::string_view bytes) {
-    WireReader in(bytes);
+    Reader in(bytes, "mpify: a request to the template");
     ForkRequest request;
-    request.caller = static_cast<pid_t>(in.i64());
-    request.library = in.str();
-    const std::uint32_t count = in.u32();
-    // Each entry takes at least its 4-byte length: a count the message cannot hold is
-    // refused before anything is reserved for it.
-    if (count > (bytes.size() - in.position()) / 4)
-        throw std::runtime_error("mpify: a request to the template announces " + std::to_string(count) +
-                                 " variables in " + std::to_string(bytes.size() - in.position()) + " bytes");
+    request.caller = static_cast<pid_t>(in.i64("the caller's pid"));
+    request.library = in.str("the library");
+    // Each entry takes at least its 4-byte length.
+    const std::size_t count = in.count("variables", 4, max_message / 4);
     request.env.reserve(count);
-    for (std::uint32_t i = 0; i < count; ++i) request.env.push_back(in.str());
-    expect_end(in, bytes, "a request to the template");
+    for (std::size_t i = 0; i < count; ++i) request.env.push_back(in.str("a variable"));
+    in.expect_end();
     return request;
 }
 
 TemplateReply decode_reply(std::string_view bytes) {
-    WireReader in(bytes);
+    Reader in(bytes, "mpify: the template's reply");
     TemplateReply reply;
-    const std::uint32_t status = in.u32();
+    const std::uint32_t status = in.u32("the status");
     if (status > static_cast<std::uint32_t>(last_template_status))
         throw std::runtime_error("mpify: the template answered with unknown status " + std::to_string(status));
     reply.status = static_cast<TemplateStatus>(status);
-    reply.pid = in.i64();
-    reply.message = in.str();
-    expect_end(in, bytes, "the template's reply");
+    reply.pid = in.i64("the pid");
+    reply.message = in.str("the message");
+    in.expect_end();
     return reply;
 }
 
@@ -124,7 +117,7 @@ std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd
 }
 
 void send_reply(int socket, const TemplateReply& reply) {
-    WireWriter out;
+    ByteWriter out;
     out.u32(static_cast<std::uint32_t>(reply.status));
     out.i64(reply.pid);
     out.str(reply.message);

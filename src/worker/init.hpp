@@ -1,0 +1,10 @@
+#pragma once
+// Whether mpify::init ran in this process: the program can host its own functions only
+// then (a worker started as /proc/self/exe must reach mpify::init to serve the call).
+
+namespace mpify::detail {
+
+/// True once mpify::init has been called in this process.
+bool init_ran() noexcept;
+
+}  // namespace mpify::detail

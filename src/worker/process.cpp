@@ -1,0 +1,42 @@
+// <mpify/process.hpp>, all of it: mpify::init, where a process that mpify started turns
+// into what it was started as, and the queries of a process's place in the current call.
+#include "common/environment_number.hpp"
+#include "worker/init.hpp"
+#include "worker/serve.hpp"
+#include "worker/template_server.hpp"
+
+#include <mpify/process.hpp>
+
+#include <atomic>
+#include <climits>
+
+namespace mpify {
+namespace {
+
+std::atomic<bool> init_called{false};
+
+}  // namespace
+
+void init(int /*argc*/, char** /*argv*/) {
+    init_called = true;
+    detail::serve_if_template();  // in a template, never returns (its workers go on below)
+    detail::serve_if_worker();
+}
+
+bool is_worker() { return detail::is_worker_process(); }
+
+// Queries that must not throw: a malformed value (set by hand, or by another launcher)
+// reads as if the variable were unset.
+int local_rank() {
+    return static_cast<int>(
+        detail::environment_number("LOCAL_RANK", 0, detail::Malformed::use_fallback, "mpify", 0, INT_MAX));
+}
+
+int local_world_size() {
+    return static_cast<int>(
+        detail::environment_number("LOCAL_WORLD_SIZE", 1, detail::Malformed::use_fallback, "mpify", 1, INT_MAX));
+}
+
+bool detail::init_ran() noexcept { return init_called; }
+
+}  // namespace mpify
