@@ -91,21 +91,38 @@ TEST_CASE("a worker whose caller closes the channel in the middle of a 4 GiB cal
     CHECK_THAT(said, Catch::Contains("ended in the middle"));
 }
 
-TEST_CASE("a worker refuses a call from another version of mpify, naming both", "[wire][worker]") {
-    const HandStartedWorker worker = start_worker_by_hand();
+namespace {
+
+// A call of "anything" as rank 1 of 2, from a caller of mpify `version`, with the function
+// in `library`.
+mpify::detail::CallMeta call_of_anything(const std::string& version, const std::string& library = "") {
     mpify::detail::CallMeta meta;
-    meta.mpify_version = "0.0.1-elsewhere";
+    meta.mpify_version = version;
     meta.world_size = 2;
     meta.rank = 1;
     meta.function = "anything";
+    meta.library = library;
+    return meta;
+}
+
+// Sends `meta` to a worker started by hand and returns the failure it reports; its exit
+// status goes to `status`.
+std::string failure_reported_for(const mpify::detail::CallMeta& meta, int& status) {
+    const HandStartedWorker worker = start_worker_by_hand();
     send_all(worker.channel, mpify::detail::call_frame_head(meta, 0));
     const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
     ::close(worker.channel);
-    int status = 0;
     reap(worker, status);
     REQUIRE(reply);
     REQUIRE(reply->type == mpify::detail::FrameType::failure);
-    const std::string what = mpify::detail::decode_failure(reply->payload).what;
+    return mpify::detail::decode_failure(reply->payload).what;
+}
+
+}  // namespace
+
+TEST_CASE("a worker refuses a call from another version of mpify, naming both", "[wire][worker]") {
+    int status = 0;
+    const std::string what = failure_reported_for(call_of_anything("0.0.1-elsewhere"), status);
     CHECK_THAT(what, Catch::Contains("the caller runs mpify 0.0.1-elsewhere"));
     CHECK_THAT(what, Catch::Contains("this worker mpify " MPIFY_VERSION_STRING));
     CHECK_THAT(what, Catch::Contains("libmpify.so"));
@@ -114,21 +131,11 @@ TEST_CASE("a worker refuses a call from another version of mpify, naming both", 
 }
 
 TEST_CASE("a worker that cannot load the function's library says so, with its own mpify version", "[wire][worker]") {
-    const HandStartedWorker worker = start_worker_by_hand();
-    mpify::detail::CallMeta meta;
-    meta.mpify_version = MPIFY_VERSION_STRING;
-    meta.world_size = 2;
-    meta.rank = 1;
-    meta.function = "anything";
-    meta.library = "/nonexistent/libmpify_test_missing.so";
-    send_all(worker.channel, mpify::detail::call_frame_head(meta, 0));
-    const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
-    ::close(worker.channel);
     int status = 0;
-    reap(worker, status);
-    REQUIRE(reply);
-    REQUIRE(reply->type == mpify::detail::FrameType::failure);
-    const std::string what = mpify::detail::decode_failure(reply->payload).what;
+    const std::string what =
+        failure_reported_for(call_of_anything(MPIFY_VERSION_STRING, "/nonexistent/libmpify_test_missing.so"), status);
     CHECK_THAT(what, Catch::Contains("cannot load /nonexistent/libmpify_test_missing.so, which holds the function"));
     CHECK_THAT(what, Catch::Contains("this worker runs mpify " MPIFY_VERSION_STRING));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
 }
