@@ -259,6 +259,17 @@ int allreduce_until_stopped() {
 }
 MPIFY_REGISTER(allreduce_until_stopped);
 
+int all_reduce_beside_a_silent_rank(int silent_rank) {
+    if (mpify::ddp::rank() == silent_rank) {
+        std::cout << "silent" << std::endl;
+        for (;;) ::pause();  // until it is stopped
+    }
+    at::Tensor t = torch::ones({256 * 1024});
+    mpify::ddp::all_reduce(t);  // its send waits for the silent rank's receive
+    return mpify::ddp::rank();
+}
+MPIFY_REGISTER(all_reduce_beside_a_silent_rank);
+
 int join_group_of(int world_size, int port) {
     if (mpify::local_rank() != 0) std::cout << "joining" << std::endl;
     mpify::DdpOptions options;

@@ -38,6 +38,9 @@ struct TrainResult {
 std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
 
 std::int64_t allreduce_rank();
+/// In a group: rank `silent_rank` says "silent" and never takes part in a collective
+/// (until it is stopped); the others all-reduce 1 MiB, waiting for it.
+int all_reduce_beside_a_silent_rank(int silent_rank);
 TrainResult train_mlp(TrainSpec spec);
 bool unused_parameters_stay_consistent();
 std::string rank0_first_cache(std::string dir);

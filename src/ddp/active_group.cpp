@@ -21,6 +21,11 @@ bool claimed = false;                       // guarded by active_mutex
 }  // namespace
 
 ProcessGroupState::~ProcessGroupState() {
+    if (abandoned) {
+        // Leaked on purpose: their threads finish when Gloo's timeout ends the stuck work.
+        (void)group.release();
+        (void)store.release();
+    }
     group.reset();  // joins Gloo's threads before the store they talk through goes
     store.reset();
     store_server.reset();
@@ -56,6 +61,11 @@ void close_active_group() noexcept {
     closing.reset();  // outside the lock: it joins Gloo's threads
     std::lock_guard lock(active_mutex);
     claimed = false;
+}
+
+void abandon_active_group() noexcept {
+    std::lock_guard lock(active_mutex);
+    if (active != nullptr) active->abandoned = true;
 }
 
 bool group_is_active() {

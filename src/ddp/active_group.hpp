@@ -25,6 +25,10 @@ struct ProcessGroupState {
     std::unique_ptr<store::Server> store_server;     ///< rank 0 of a group launched without in_ddp
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
+    /// A wait in it was abandoned (an interrupt): Gloo's threads may still be inside a
+    /// collective until its timeout, so the group and its store are let go, never
+    /// destroyed (destroying them would join those threads).
+    bool abandoned = false;
     ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was
 };
 
@@ -34,6 +38,9 @@ const ProcessGroupState& open_active_group(const DdpSettings& settings);
 
 /// Closes the active group (the caller opened it).
 void close_active_group() noexcept;
+
+/// Marks the active group abandoned (ProcessGroupState::abandoned); no group: nothing.
+void abandon_active_group() noexcept;
 
 /// Whether a group is active in this process.
 bool group_is_active();

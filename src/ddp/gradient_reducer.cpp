@@ -11,6 +11,7 @@
 // small "which parameters had a gradient anywhere" map is summed, everything is waited
 // for, and each used parameter's .grad becomes the average.
 #include "ddp/active_group.hpp"
+#include "ddp/collective_wait.hpp"
 
 #include <mpify/distributed_data_parallel.hpp>
 #include <mpify/error.hpp>
@@ -140,8 +141,9 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         }
         send_ready_buckets(false);
         std::vector<at::Tensor> used_list{used};
-        group->allreduce(used_list)->wait();
-        for (Bucket& b : buckets) b.work->wait();  // throws if a peer failed
+        wait_for_collective(*group->allreduce(used_list), "mpify::DistributedDataParallel");
+        for (Bucket& b : buckets)  // throws if a peer failed
+            wait_for_collective(*b.work, "mpify::DistributedDataParallel");
         auto used_anywhere = used.accessor<int, 1>();
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             if (used_anywhere[static_cast<std::int64_t>(i)] == 0) continue;  // untouched, as without DDP
@@ -226,7 +228,7 @@ void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
         std::vector<at::Tensor> flat{at::cat(flat_pieces)};
         c10d::BroadcastOptions options;
         options.rootRank = 0;
-        active.group->broadcast(flat, options)->wait();
+        wait_for_collective(*active.group->broadcast(flat, options), "mpify::DistributedDataParallel");
         std::int64_t offset = 0;
         for (const at::Tensor& t : group) {
             t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));

@@ -78,7 +78,8 @@ def main():
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--screenshot", type=Path, required=True)
     parser.add_argument("--notebook", default="intro")
-    parser.add_argument("--timeout", type=int, default=900)
+    # Below ctest's 600 s, so that a run that never ends says where it stopped.
+    parser.add_argument("--timeout", type=int, default=400)
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="mpify-browser-test-"))
@@ -131,7 +132,19 @@ def main():
         # kernel_busy is not in every Notebook 6: fall back on the busy indicator's class.
         all_done = all_done.replace("Jupyter.notebook.kernel_busy === false",
                                     "!document.querySelector('#kernel_indicator_icon.kernel_busy_icon')")
-        wait_until("every cell to run", lambda: driver.execute_script(all_done), args.timeout, interval=1)
+        try:
+            wait_until("every cell to run", lambda: driver.execute_script(all_done), args.timeout, interval=1)
+        except AssertionError:
+            # What the page shows then: each code cell's prompt ('*' running, null never
+            # run) and the busy indicator; and a picture of it beside the screenshot.
+            states = driver.execute_script("""
+                return [Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')
+                            .map(c => String(c.input_prompt_number)),
+                        !!document.querySelector('#kernel_indicator_icon.kernel_busy_icon')];""")
+            print("browser_test: cell prompts {} ; kernel busy: {}".format(states[0], states[1]))
+            args.screenshot.parent.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(args.screenshot.with_name(args.screenshot.stem + "-timeout.png")))
+            raise
         print("browser_test: all cells ran in {:.0f} s".format(time.monotonic() - started))
 
         errors = driver.execute_script(

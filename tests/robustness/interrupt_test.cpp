@@ -68,6 +68,26 @@ TEST_CASE("an interrupt reaches the caller's rank waiting at a group's rendezvou
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("an interrupt reaches the caller's rank waiting in a collective for a rank that never comes",
+          "[robustness][interrupt][ddp]") {
+    // Rank 1 never posts its receive: rank 0's all-reduce waits. Gloo would hold it for
+    // the group's timeout (a minute here) after rank 1 is stopped; the interrupt ends it.
+    mpify::Options options = act_when_running(1, [] { mpify::request_interrupt(); });
+    mpify::DdpOptions group;
+    group.timeout = std::chrono::minutes(1);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        mpify::in_ddp(group, options, 2, ddp_test::all_reduce_beside_a_silent_rank, 1);
+        FAIL("in_ddp returned");
+    } catch (const mpify::Interrupted& e) {
+        CHECK_THAT(e.what(), Catch::Contains("interrupted"));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+    CHECK(mpify_test::has_no_children());
+    CHECK_FALSE(mpify::ddp::active());  // the guard ended (its group let go)
+    CHECK(mpify::in_ddp(2, ddp_test::allreduce_rank) == 1);  // the next group forms and works
+}
+
 TEST_CASE("an interrupt while no call runs changes nothing", "[robustness][interrupt]") {
     mpify::request_interrupt();
     CHECK(mpify::ranch(2, in_library::add, 1, 2) == std::vector<int>{3, 4});
