@@ -142,6 +142,9 @@ def main():
                             .map(c => String(c.input_prompt_number)),
                         !!document.querySelector('#kernel_indicator_icon.kernel_busy_icon')];""")
             print("browser_test: cell prompts {} ; kernel busy: {}".format(states[0], states[1]))
+            for error in driver.execute_script(
+                    "return Array.from(document.querySelectorAll('.output_error')).map(e => e.innerText)"):
+                print("browser_test: an error output: " + error[:2000])
             args.screenshot.parent.mkdir(parents=True, exist_ok=True)
             driver.save_screenshot(str(args.screenshot.with_name(args.screenshot.stem + "-timeout.png")))
             raise
