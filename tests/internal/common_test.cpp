@@ -46,12 +46,14 @@ TEST_CASE("the byte codec refuses to read past the end, counts the rest cannot h
 
     ByteWriter counted;
     counted.u32(5);  // five items of at least 4 bytes announced in 8 bytes
-    Reader too_many(counted.take() + "12345678", "a list");
+    const std::string five_in_eight = counted.take() + "12345678";  // a reader views its bytes: they must live
+    Reader too_many(five_in_eight, "a list");
     CHECK_THROWS_WITH(too_many.count("items", 4, 100), Catch::Contains("a list announces 5 items in 8 bytes"));
 
     ByteWriter limited;
     limited.u32(3);
-    Reader over_limit(limited.take() + std::string(64, 'x'), "a list");
+    const std::string three_over_two = limited.take() + std::string(64, 'x');
+    Reader over_limit(three_over_two, "a list");
     CHECK_THROWS_AS(over_limit.count("items", 4, 2), std::invalid_argument);
 
     Reader trailing("xyz", "a short message");
