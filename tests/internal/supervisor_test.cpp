@@ -257,6 +257,25 @@ struct SupervisedCall {
 const std::string call_head = "call head";
 const auto no_args = std::make_shared<const std::string>("args");
 
+// A worker's body: takes the call, then runs until a signal ends it.
+int take_the_call_and_run_on(int channel) {
+    read_call(channel, call_head.size() + no_args->size());
+    for (;;) ::pause();
+}
+
+// The one failure in what `log` throws, which must be an E.
+template <class E>
+RankFailure only_failure(FailureLog& log) {
+    try {
+        log.throw_if_failed("test");
+    } catch (const E& e) {
+        REQUIRE(e.failures().size() == 1);
+        return e.failures().front();
+    }
+    FAIL("nothing, or not the expected error, was thrown");
+    return {};
+}
+
 }  // namespace
 
 TEST_CASE("the supervisor sends the call, takes the result and the output's last partial line", "[supervisor]") {
@@ -286,9 +305,8 @@ TEST_CASE("a worker's failure stops the others: one that ignores SIGTERM is kill
         Supervisor supervisor(call.options, std::nullopt, call.failures, call.interrupts);
         supervisor.add(1,
                        fork_worker([](int channel, int) -> int {
-                           ::signal(SIGTERM, SIG_IGN);
-                           read_call(channel, call_head.size() + no_args->size());
-                           for (;;) ::pause();  // only SIGKILL ends it
+                           ::signal(SIGTERM, SIG_IGN);  // only SIGKILL ends it
+                           return take_the_call_and_run_on(channel);
                        }),
                        call_head, no_args);
         supervisor.add(2,
@@ -300,15 +318,10 @@ TEST_CASE("a worker's failure stops the others: one that ignores SIGTERM is kill
         supervisor.run();  // returns once both are reaped
     }
     CHECK(Clock::now() - started >= call.options.stop_grace);
-    try {
-        call.failures.throw_if_failed("test");
-        FAIL("no failure");
-    } catch (const WorkerError& e) {
-        REQUIRE(e.failures().size() == 1);
-        CHECK(e.failures().front().rank == 2);
-        CHECK(e.failures().front().kind == RankFailure::Kind::exited);
-        CHECK(e.failures().front().exit_code == 5);
-    }
+    const RankFailure failure = only_failure<WorkerError>(call.failures);
+    CHECK(failure.rank == 2);
+    CHECK(failure.kind == RankFailure::Kind::exited);
+    CHECK(failure.exit_code == 5);
 }
 
 TEST_CASE("the supervisor's deadline stops a worker that runs too long and names it", "[supervisor]") {
@@ -316,19 +329,11 @@ TEST_CASE("the supervisor's deadline stops a worker that runs too long and names
     {
         Supervisor supervisor(call.options, Clock::now() + 50ms, call.failures, call.interrupts);
         supervisor.add(3,
-                       fork_worker([](int channel, int) -> int {
-                           read_call(channel, call_head.size() + no_args->size());
-                           for (;;) ::pause();
-                       }),
+                       fork_worker([](int channel, int) { return take_the_call_and_run_on(channel); }),
                        call_head, no_args);
         supervisor.run();
     }
-    try {
-        call.failures.throw_if_failed("test");
-        FAIL("no failure");
-    } catch (const TimeoutError& e) {
-        REQUIRE(e.failures().size() == 1);
-        CHECK(e.failures().front().rank == 3);
-        CHECK(e.failures().front().kind == RankFailure::Kind::timed_out);
-    }
+    const RankFailure failure = only_failure<TimeoutError>(call.failures);
+    CHECK(failure.rank == 3);
+    CHECK(failure.kind == RankFailure::Kind::timed_out);
 }
