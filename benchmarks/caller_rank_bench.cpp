@@ -5,11 +5,13 @@
 //   ./build/bin/mpify_caller_rank_bench [steps] [batch]
 //
 // Rows: the function called directly in this process; as the caller's rank of ranch(1);
-// in a worker of ranch (no caller rank), as mpify starts it; and in a worker without the
-// malloc setting mpify gives its workers (GLIBC_TUNABLES empty).
+// in a worker of ranch (no caller rank), as mpify starts it; in a worker without the
+// malloc setting mpify gives its workers (GLIBC_TUNABLES empty); and the caller's rank
+// and a worker with a mpify::TensorMemoryCache around the training (as DdpGuard holds).
 #include <data/fashion_mnist.hpp>
 #include <intro/cnn.hpp>
 #include <mpify/mpify.hpp>
+#include <mpify/tensor_memory.hpp>
 
 #include <torch/torch.h>
 
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 namespace {
@@ -32,8 +35,11 @@ long minor_faults_of_this_thread() {
 }
 
 // Trains the intro CNN for `steps` batches after 5 untimed ones, on one thread; returns
-// samples per second and minor page faults per timed step.
-std::pair<double, double> plain_training(int steps, int batch) {
+// samples per second and minor page faults per timed step. With `cache`, inside a
+// mpify::TensorMemoryCache.
+std::pair<double, double> plain_training(int steps, int batch, bool cache) {
+    std::optional<mpify::TensorMemoryCache> keep;
+    if (cache) keep.emplace();
     const int warmup = 5;
     torch::set_num_threads(1);
     const auto data = mpify_examples::load_fashion_mnist(true, static_cast<std::int64_t>(batch) * (steps + warmup));
@@ -75,19 +81,24 @@ int main(int argc, char** argv) {
     mpify::Options plain_worker = worker;
     plain_worker.env["GLIBC_TUNABLES"] = "";
 
-    std::pair<double, double> direct{}, caller_rank{}, in_worker{}, in_plain_worker{};
+    std::pair<double, double> direct{}, caller_rank{}, in_worker{}, in_plain_worker{}, cached_caller_rank{},
+        cached_worker{};
     for (int run = 0; run < 3; ++run) {  // interleaved, best of 3
-        keep_best(direct, plain_training(steps, batch));
-        keep_best(caller_rank, mpify::ranch(caller, 1, plain_training, steps, batch).front());
-        keep_best(in_worker, mpify::ranch(worker, 1, plain_training, steps, batch).front());
-        keep_best(in_plain_worker, mpify::ranch(plain_worker, 1, plain_training, steps, batch).front());
+        keep_best(direct, plain_training(steps, batch, false));
+        keep_best(caller_rank, mpify::ranch(caller, 1, plain_training, steps, batch, false).front());
+        keep_best(in_worker, mpify::ranch(worker, 1, plain_training, steps, batch, false).front());
+        keep_best(in_plain_worker, mpify::ranch(plain_worker, 1, plain_training, steps, batch, false).front());
+        keep_best(cached_caller_rank, mpify::ranch(caller, 1, plain_training, steps, batch, true).front());
+        keep_best(cached_worker, mpify::ranch(worker, 1, plain_training, steps, batch, true).front());
     }
     std::printf("intro CNN, batch %d, %d timed steps, one thread, best of 3\n", batch, steps);
     std::printf("%-40s %10s %14s %10s\n", "", "samples/s", "faults/step", "vs worker");
     for (const auto& [name, figures] : {std::pair{"called directly in this process", direct},
                                         std::pair{"the caller's rank of ranch(1)", caller_rank},
                                         std::pair{"a worker", in_worker},
-                                        std::pair{"a worker, GLIBC_TUNABLES empty", in_plain_worker}})
+                                        std::pair{"a worker, GLIBC_TUNABLES empty", in_plain_worker},
+                                        std::pair{"the caller's rank, TensorMemoryCache", cached_caller_rank},
+                                        std::pair{"a worker, TensorMemoryCache", cached_worker}})
         std::printf("%-40s %10.0f %14.0f %10.2f\n", name, figures.first, figures.second,
                     figures.first / in_worker.first);
     return 0;

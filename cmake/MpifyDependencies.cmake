@@ -3,6 +3,9 @@ find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+# libsodium: the random secret and the HMAC proofs of connect-back (contract/connect_back.hpp).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
 
 # Imported targets are visible only in the folder that found them, but mpify::mpify
 # carries Torch's and Boost's into whatever links it: in a host project that adds mpify

@@ -7,6 +7,7 @@ packages=(
   libtorch-dev libgloo-dev             # LibTorch 1.13 (CPU, c10d + Gloo)
   libboost-dev libboost-serialization-dev libboost-filesystem-dev
   libfmt-dev catch2 libbenchmark-dev zlib1g-dev
+  pkg-config libsodium-dev             # the secret and proofs of connect-back
   dataset-fashion-mnist                # examples
   # The Jupyter kernel (kernel/): the protocol (xeus), clang's interpreter, and the
   # Jupyter parts that run and test it (with /usr/bin/python3)

@@ -1,5 +1,7 @@
 #include "ddp_functions.hpp"
 
+#include <c10/core/CPUAllocator.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -174,6 +176,14 @@ MPIFY_REGISTER(noop_in_group);
 
 bool group_is_active() { return mpify::ddp::active(); }
 MPIFY_REGISTER(group_is_active);
+
+std::int64_t ranks_caching_tensor_memory() {
+    const bool caching = c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator();
+    at::Tensor count = torch::full({1}, caching ? 1 : 0, torch::kLong);
+    mpify::ddp::all_reduce(count);
+    return count.item<std::int64_t>();
+}
+MPIFY_REGISTER(ranks_caching_tensor_memory);
 
 std::string nested_guard() {
     try {

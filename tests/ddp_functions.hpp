@@ -47,6 +47,9 @@ std::string rank0_first_cache(std::string dir);
 int fail_mid_training(int failing_rank);
 std::int64_t noop_in_group();
 bool group_is_active();
+/// How many ranks of the group allocate CPU tensors through mpify's tensor memory cache
+/// (LibTorch's CPU allocator is not its default), summed over the group.
+std::int64_t ranks_caching_tensor_memory();
 std::string nested_guard();
 /// Writes to a pipe whose reader is gone, from this thread and from a thread started
 /// here (as Gloo starts its own): true if both fail with EPIPE (and the process lives).

@@ -2,6 +2,7 @@
 #include "ddp_functions.hpp"
 #include "support.hpp"
 
+#include <c10/core/CPUAllocator.h>
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -166,6 +167,20 @@ TEST_CASE("ddp::active tells code inside in_ddp from code outside it", "[ddp]") 
     CHECK_FALSE(mpify::ddp::active());
     CHECK(mpify::in_ddp(2, ddp_test::group_is_active));
     CHECK_FALSE(mpify::ddp::active());
+}
+
+TEST_CASE("every rank's DdpGuard caches tensor memory unless told not to, and the caller's allocator comes back",
+          "[ddp][memory]") {
+    c10::Allocator* before = c10::GetCPUAllocator();
+    CHECK(mpify::in_ddp(2, ddp_test::ranks_caching_tensor_memory) == 2);
+    CHECK(c10::GetCPUAllocator() == before);
+    mpify::DdpOptions off;
+    off.cache_tensor_memory = false;
+    CHECK(mpify::in_ddp(off, 2, ddp_test::ranks_caching_tensor_memory) == 0);
+    mpify::Options off_by_environment;
+    off_by_environment.env["MPIFY_TENSOR_MEMORY_CACHE"] = "0";
+    CHECK(mpify::in_ddp(mpify::DdpOptions{}, off_by_environment, 2, ddp_test::ranks_caching_tensor_memory) == 0);
+    CHECK(c10::GetCPUAllocator() == before);
 }
 
 TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][resources]") {

@@ -7,3 +7,4 @@
 #include <mpify/distributed_sampler.hpp>
 #include <mpify/mpify.hpp>
 #include <mpify/tensor.hpp>
+#include <mpify/tensor_memory.hpp>

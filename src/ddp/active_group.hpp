@@ -7,6 +7,10 @@
 
 #include <memory>
 
+namespace mpify {
+class TensorMemoryCache;
+}
+
 namespace mpify::detail {
 
 class ScopedEnvironment;
@@ -19,6 +23,9 @@ class Server;
 /// An open group: the c10d objects, and the environment as it was before.
 struct ProcessGroupState {
     std::unique_ptr<SigpipeBlock> sigpipe;  ///< first made, last gone: Gloo's threads inherit it
+    /// The group's ranks train here: their tensors' memory is kept for the next step
+    /// (null: DdpOptions::cache_tensor_memory off). Also when the group is abandoned.
+    std::unique_ptr<TensorMemoryCache> tensor_memory;
     int rank = 0;
     int world_size = 1;
     std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open

@@ -18,6 +18,7 @@ constexpr const char* backend_var = "MPIFY_DDP_BACKEND";
 constexpr const char* gpus_var = "MPIFY_DDP_GPUS";
 constexpr const char* timeout_var = "MPIFY_DDP_TIMEOUT_MS";
 constexpr const char* store_var = "MPIFY_DDP_STORE";
+constexpr const char* tensor_memory_var = "MPIFY_TENSOR_MEMORY_CACHE";
 
 const char* env(const char* name) {
     const char* v = std::getenv(name);
@@ -31,6 +32,12 @@ long long env_number(const char* name, long long fallback, long long smallest, l
 }
 
 constexpr long long most_ranks = 1000000;  // as DdpOptions::from_environment
+
+// MPIFY_TENSOR_MEMORY_CACHE=0 turns the cache off whatever the options say (a user's
+// opt-out for a whole program); 1 or unset leaves `requested`.
+bool tensor_memory_cache_wanted(bool requested) {
+    return requested && env_number(tensor_memory_var, 1, 0, 1) == 1;
+}
 
 Backend parse_backend(const std::string& text) {
     if (text == "gloo") return Backend::gloo;
@@ -122,6 +129,7 @@ DdpSettings settings_from_environment() {
     s.gpus = parse_gpus(env(gpus_var));
     s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000, 1, 365LL * 24 * 3600 * 1000));
     s.store = store;
+    s.cache_tensor_memory = tensor_memory_cache_wanted(true);
     if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");
     check(s);
@@ -139,6 +147,7 @@ DdpSettings settings_from_options(const DdpOptions& options) {
     s.backend = options.backend;
     s.gpus = options.gpus;
     s.timeout = options.timeout;
+    s.cache_tensor_memory = tensor_memory_cache_wanted(options.cache_tensor_memory);
     if (s.port == 0)
         throw UsageError("mpify::DdpGuard: port 0 (a free port) needs mpify::in_ddp to choose it and tell every "
                          "rank; with an explicit DdpGuard give the port");
@@ -158,6 +167,7 @@ std::map<std::string, std::string> environment_for(const DdpOptions& options, co
         {timeout_var, std::to_string(options.timeout.count())},
     };
     if (!gpus.empty()) e[gpus_var] = gpus;
+    if (!options.cache_tensor_memory) e[tensor_memory_var] = "0";
     if (port != 0) e["MASTER_PORT"] = std::to_string(port);
     // torchrun's index of this machine, when the ranks per machine make one.
     if (place.node_rank >= 0) e["GROUP_RANK"] = std::to_string(place.node_rank);

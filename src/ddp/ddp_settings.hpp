@@ -19,6 +19,7 @@ struct DdpSettings {
     Backend backend = Backend::automatic;
     std::vector<int> gpus;
     std::chrono::milliseconds timeout{};
+    bool cache_tensor_memory = true;  ///< DdpOptions::cache_tensor_memory
     /// Where the group's store is: "unix:/path" (a one-machine in_ddp), "tcp:addr:port",
     /// or empty: rank 0 hosts it at addr:port (a group launched without in_ddp, as torchrun does).
     std::string store;

@@ -5,6 +5,8 @@
 #include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"
 #include "ddp/sigpipe_block.hpp"
+
+#include <mpify/tensor_memory.hpp>
 #include "store/endpoint.hpp"
 #include "store/server.hpp"
 
@@ -144,6 +146,7 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
                                      s.gpus.size()));
     auto state = std::make_unique<ProcessGroupState>();
     state->sigpipe = std::make_unique<SigpipeBlock>();  // before Gloo starts its threads
+    if (s.cache_tensor_memory) state->tensor_memory = std::make_unique<TensorMemoryCache>();
     state->rank = s.rank;
     state->world_size = s.world_size;
     std::map<std::string, std::string> variables{

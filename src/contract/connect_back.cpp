@@ -1,0 +1,157 @@
+#include "contract/connect_back.hpp"
+
+#include "common/byte_codec.hpp"
+#include "common/poll_set.hpp"
+#include "common/posix.hpp"
+
+#include <mpify/error.hpp>
+
+#include <sodium.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace mpify::detail {
+namespace {
+
+constexpr std::string_view magic = "MPIFYCB1";
+constexpr std::size_t nonce_size = 32;
+constexpr std::size_t proof_size = crypto_auth_hmacsha256_BYTES;
+static_assert(CallSecret::size == crypto_auth_hmacsha256_KEYBYTES);
+
+constexpr std::size_t challenge_size = magic.size() + nonce_size;
+constexpr std::size_t answer_size = magic.size() + nonce_size + 4 + proof_size;
+
+void start_sodium() {
+    if (sodium_init() < 0) throw Error("mpify: libsodium could not start (no random source?)");
+}
+
+std::string random_nonce() {
+    std::string nonce(nonce_size, '\0');
+    randombytes_buf(nonce.data(), nonce.size());
+    return nonce;
+}
+
+std::string rank_bytes(int rank) {
+    ByteWriter writer;
+    writer.u32(static_cast<std::uint32_t>(rank));
+    return writer.take();
+}
+
+// HMAC-SHA256 under the secret of `role` ("mpify worker" or "mpify caller") followed by
+// the fields, in order.
+std::string proof(const CallSecret& secret, std::string_view role, const std::string& first_nonce,
+                  const std::string& second_nonce, const std::string& rank) {
+    crypto_auth_hmacsha256_state state;
+    crypto_auth_hmacsha256_init(&state, secret.data(), CallSecret::size);
+    for (std::string_view part : {role, std::string_view(first_nonce), std::string_view(second_nonce),
+                                  std::string_view(rank)})
+        crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
+    std::string out(proof_size, '\0');
+    crypto_auth_hmacsha256_final(&state, reinterpret_cast<unsigned char*>(out.data()));
+    sodium_memzero(&state, sizeof state);
+    return out;
+}
+
+bool same_proof(const std::string& a, const std::string& b) {
+    return a.size() == proof_size && b.size() == proof_size && sodium_memcmp(a.data(), b.data(), proof_size) == 0;
+}
+
+// Exactly `size` bytes by `deadline`; HandshakeRefused naming `what` otherwise.
+std::string read_by(int fd, std::size_t size, Clock::time_point deadline, const char* what) {
+    std::string bytes(size, '\0');
+    std::size_t have = 0;
+    PollSet poll;
+    while (have < size) {
+        poll.clear();
+        poll.add(fd, POLLIN);
+        if (poll.wait(deadline) == 0) {
+            if (Clock::now() >= deadline)
+                throw HandshakeRefused(std::string("no complete ") + what + " in time (" + std::to_string(have) +
+                                       " of " + std::to_string(size) + " bytes)");
+            continue;  // a signal woke the wait
+        }
+        const ReadResult got = read_some(fd, bytes.data() + have, size - have);
+        if (got.kind == ReadResult::bytes) have += got.size;
+        else if (got.kind == ReadResult::end_of_file || (got.kind == ReadResult::error && got.error_number == ECONNRESET))
+            throw HandshakeRefused(std::string("the connection closed during the ") + what);
+        else if (got.kind == ReadResult::error)
+            throw HandshakeRefused(std::string("reading the ") + what + " failed: " + std::strerror(got.error_number));
+    }
+    return bytes;
+}
+
+void send(int fd, const std::string& bytes, const char* what) {
+    try {
+        write_all(fd, bytes.data(), bytes.size(), what);
+    } catch (const std::exception& e) {
+        throw HandshakeRefused(e.what());
+    }
+}
+
+}  // namespace
+
+CallSecret CallSecret::fresh() {
+    start_sodium();
+    CallSecret secret;
+    randombytes_buf(secret.bytes_.data(), secret.bytes_.size());
+    return secret;
+}
+
+CallSecret CallSecret::from_hex(std::string_view text) {
+    CallSecret secret;
+    std::size_t written = 0;
+    const char* end = nullptr;
+    if (text.size() != 2 * size ||
+        sodium_hex2bin(secret.bytes_.data(), size, text.data(), text.size(), nullptr, &written, &end) != 0 ||
+        written != size || end != text.data() + text.size())
+        throw std::invalid_argument("the call's secret is not 64 hexadecimal digits");
+    return secret;
+}
+
+CallSecret::~CallSecret() { sodium_memzero(bytes_.data(), bytes_.size()); }
+
+std::string CallSecret::hex() const {
+    std::string text(2 * size + 1, '\0');
+    sodium_bin2hex(text.data(), text.size(), bytes_.data(), bytes_.size());
+    text.pop_back();
+    return text;
+}
+
+int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_point deadline) {
+    start_sodium();
+    const std::string caller_nonce = random_nonce();
+    send(fd, std::string(magic) + caller_nonce, "the challenge");
+    const std::string answer = read_by(fd, answer_size, deadline, "answer to the challenge");
+    if (answer.compare(0, magic.size(), magic) != 0) throw HandshakeRefused("the answer is not mpify's");
+    ByteReader<HandshakeRefused> reader(std::string_view(answer).substr(magic.size()), "the answer");
+    const std::string worker_nonce(reader.bytes(nonce_size, "nonce"));
+    const std::uint32_t rank = reader.u32("rank");
+    const std::string claimed(reader.bytes(proof_size, "proof"));
+    const std::string rank_field = rank_bytes(static_cast<int>(rank));
+    if (!same_proof(claimed, proof(secret, "mpify worker", caller_nonce, worker_nonce, rank_field)))
+        throw HandshakeRefused("the answer does not prove the call's secret");
+    if (rank >= static_cast<std::uint32_t>(world_size))
+        throw HandshakeRefused("the proven rank " + std::to_string(rank) + " is not in the call");
+    send(fd, proof(secret, "mpify caller", worker_nonce, caller_nonce, rank_field), "the caller's proof");
+    return static_cast<int>(rank);
+}
+
+void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_point deadline) {
+    start_sodium();
+    const std::string challenge = read_by(fd, challenge_size, deadline, "challenge");
+    if (challenge.compare(0, magic.size(), magic) != 0) throw HandshakeRefused("the challenge is not mpify's");
+    const std::string caller_nonce = challenge.substr(magic.size());
+    const std::string worker_nonce = random_nonce();
+    const std::string rank_field = rank_bytes(rank);
+    send(fd,
+         std::string(magic) + worker_nonce + rank_field +
+             proof(secret, "mpify worker", caller_nonce, worker_nonce, rank_field),
+         "the answer");
+    const std::string caller_proof = read_by(fd, proof_size, deadline, "caller's proof");
+    if (!same_proof(caller_proof, proof(secret, "mpify caller", worker_nonce, caller_nonce, rank_field)))
+        throw HandshakeRefused("the other end does not prove the call's secret: it is not this worker's caller");
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,73 @@
+#pragma once
+// How a worker on another machine and its caller prove to each other that they belong to
+// the same call, over the TCP connection the worker makes back to the caller, before
+// anything else travels on it.
+//
+// Each call has a fresh 256-bit secret (CallSecret). It reaches the remote workers in the
+// launcher's environment (never argv, a log or an error message). Both sides prove they
+// hold it without sending it, each over a nonce of the other's, so a recorded exchange
+// cannot be replayed:
+//
+//   caller -> worker   "MPIFYCB1" | caller nonce (32 bytes)
+//   worker -> caller   "MPIFYCB1" | worker nonce (32) | rank (u32, little-endian)
+//                      | HMAC-SHA256(secret, "mpify worker" | caller nonce | worker nonce | rank)
+//   caller -> worker   HMAC-SHA256(secret, "mpify caller" | worker nonce | caller nonce | rank)
+//
+// Every message has a fixed size, so a stranger can make neither side wait for more than
+// that or past the deadline; proofs are checked in constant time. Random bytes and
+// HMAC come from libsodium.
+#include "common/clock.hpp"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace mpify::detail {
+
+/// The environment variable that carries a call's secret (hex) to its remote workers.
+constexpr const char* connect_secret_env_var = "MPIFY_CONNECT_SECRET";
+
+/// A call's secret: 32 random bytes. Wiped from memory when destroyed.
+class CallSecret {
+public:
+    static constexpr std::size_t size = 32;
+
+    /// A fresh secret from the kernel's random source (through libsodium). Throws Error
+    /// when libsodium cannot start.
+    static CallSecret fresh();
+    /// The secret written by hex(). Throws std::invalid_argument, without the text, when
+    /// it is not 64 hexadecimal digits.
+    static CallSecret from_hex(std::string_view text);
+
+    CallSecret(const CallSecret& other) = default;
+    CallSecret& operator=(const CallSecret& other) = default;
+    ~CallSecret();
+
+    /// 64 lowercase hexadecimal digits, for the launcher's environment only.
+    std::string hex() const;
+    const unsigned char* data() const { return bytes_.data(); }
+
+private:
+    CallSecret() = default;
+    std::array<unsigned char, size> bytes_{};
+};
+
+/// Why a connection was not admitted: no proof, a wrong one, garbage, or too slow.
+/// The message never holds the secret or a proof.
+class HandshakeRefused : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// The caller's side, on a connection it accepted: challenges the peer, checks its proof
+/// and answers with its own. Returns the rank the peer proved (in [0, world_size)).
+/// Throws HandshakeRefused when the peer fails to prove one by `deadline`.
+int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_point deadline);
+
+/// The worker's side, on its connection to the caller: answers the challenge for `rank`
+/// and checks the caller's proof. Throws HandshakeRefused when the other end does not
+/// prove it is the caller by `deadline`.
+void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_point deadline);
+
+}  // namespace mpify::detail
