@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <system_error>
 
 namespace mpify::detail {
 namespace {
@@ -21,7 +22,7 @@ constexpr std::size_t proof_size = crypto_auth_hmacsha256_BYTES;
 static_assert(CallSecret::size == crypto_auth_hmacsha256_KEYBYTES);
 
 constexpr std::size_t challenge_size = magic.size() + nonce_size;
-constexpr std::size_t answer_size = magic.size() + nonce_size + 4 + proof_size;
+constexpr std::size_t answer_bytes = magic.size() + nonce_size + 4 + proof_size;
 
 void start_sodium() {
     if (sodium_init() < 0) throw Error("mpify: libsodium could not start (no random source?)");
@@ -82,9 +83,15 @@ std::string read_by(int fd, std::size_t size, Clock::time_point deadline, const 
     return bytes;
 }
 
+// Sends all of `bytes`; HandshakeRefused naming `what` when the peer is gone (it may hang
+// up before even the challenge is written) or the write fails.
 void send(int fd, const std::string& bytes, const char* what) {
     try {
         write_all(fd, bytes.data(), bytes.size(), what);
+    } catch (const std::system_error& e) {
+        if (e.code().value() == EPIPE || e.code().value() == ECONNRESET)
+            throw HandshakeRefused(std::string("the connection closed during the ") + what);
+        throw HandshakeRefused(e.what());
     } catch (const std::exception& e) {
         throw HandshakeRefused(e.what());
     }
@@ -119,23 +126,33 @@ std::string CallSecret::hex() const {
     return text;
 }
 
-int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_point deadline) {
-    start_sodium();
-    const std::string caller_nonce = random_nonce();
-    send(fd, std::string(magic) + caller_nonce, "the challenge");
-    const std::string answer = read_by(fd, answer_size, deadline, "answer to the challenge");
-    if (answer.compare(0, magic.size(), magic) != 0) throw HandshakeRefused("the answer is not mpify's");
-    ByteReader<HandshakeRefused> reader(std::string_view(answer).substr(magic.size()), "the answer");
+const std::size_t WorkerAdmission::answer_size = answer_bytes;
+
+WorkerAdmission::WorkerAdmission(const CallSecret& secret)
+    : secret_(secret), nonce_((start_sodium(), random_nonce())), challenge_(std::string(magic) + nonce_) {}
+
+int WorkerAdmission::check(std::string_view answer, int world_size) {
+    if (answer.size() != answer_bytes || answer.compare(0, magic.size(), magic) != 0)
+        throw HandshakeRefused("the answer is not mpify's");
+    ByteReader<HandshakeRefused> reader(answer.substr(magic.size()), "the answer");
     const std::string worker_nonce(reader.bytes(nonce_size, "nonce"));
     const std::uint32_t rank = reader.u32("rank");
     const std::string claimed(reader.bytes(proof_size, "proof"));
     const std::string rank_field = rank_bytes(static_cast<int>(rank));
-    if (!same_proof(claimed, proof(secret, "mpify worker", caller_nonce, worker_nonce, rank_field)))
+    if (!same_proof(claimed, proof(secret_, "mpify worker", nonce_, worker_nonce, rank_field)))
         throw HandshakeRefused("the answer does not prove the call's secret");
     if (rank >= static_cast<std::uint32_t>(world_size))
         throw HandshakeRefused("the proven rank " + std::to_string(rank) + " is not in the call");
-    send(fd, proof(secret, "mpify caller", worker_nonce, caller_nonce, rank_field), "the caller's proof");
+    caller_proof_ = proof(secret_, "mpify caller", worker_nonce, nonce_, rank_field);
     return static_cast<int>(rank);
+}
+
+int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_point deadline) {
+    WorkerAdmission admission(secret);
+    send(fd, admission.challenge(), "challenge");
+    const int rank = admission.check(read_by(fd, answer_bytes, deadline, "answer to the challenge"), world_size);
+    send(fd, admission.caller_proof(), "caller's proof");
+    return rank;
 }
 
 void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_point deadline) {
@@ -148,7 +165,7 @@ void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_poi
     send(fd,
          std::string(magic) + worker_nonce + rank_field +
              proof(secret, "mpify worker", caller_nonce, worker_nonce, rank_field),
-         "the answer");
+         "answer");
     const std::string caller_proof = read_by(fd, proof_size, deadline, "caller's proof");
     if (!same_proof(caller_proof, proof(secret, "mpify caller", worker_nonce, caller_nonce, rank_field)))
         throw HandshakeRefused("the other end does not prove the call's secret: it is not this worker's caller");

@@ -19,6 +19,7 @@
 #include "common/clock.hpp"
 
 #include <array>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,8 +61,32 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// The caller's side of one connection, in steps, for a loop that admits many at once:
+/// send challenge(), read answer_size bytes, check() them, send caller_proof().
+class WorkerAdmission {
+public:
+    /// Bytes of the worker's answer.
+    static const std::size_t answer_size;
+
+    /// A fresh challenge under `secret`, which must outlive this object.
+    explicit WorkerAdmission(const CallSecret& secret);
+    /// What the caller sends first.
+    const std::string& challenge() const { return challenge_; }
+    /// Checks a whole answer; returns the rank it proves (in [0, world_size)), after which
+    /// caller_proof() is what to send back. Throws HandshakeRefused.
+    int check(std::string_view answer, int world_size);
+    /// The caller's proof for the answer check() accepted.
+    const std::string& caller_proof() const { return caller_proof_; }
+
+private:
+    const CallSecret& secret_;
+    std::string nonce_;
+    std::string challenge_;
+    std::string caller_proof_;
+};
+
 /// The caller's side, on a connection it accepted: challenges the peer, checks its proof
-/// and answers with its own. Returns the rank the peer proved (in [0, world_size)).
+/// and answers with its own (WorkerAdmission, blocking). Returns the rank the peer proved (in [0, world_size)).
 /// Throws HandshakeRefused when the peer fails to prove one by `deadline`.
 int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_point deadline);
 

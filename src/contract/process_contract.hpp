@@ -15,6 +15,13 @@
 //   MPIFY_TEMPLATE_FD=3  become a warm template, fd 3 being its control socket
 //                        (worker/template_server.hpp; it has no PDEATHSIG)
 // plus LOCAL_RANK and LOCAL_WORLD_SIZE (workers only) and the caller's Options::env.
+//
+// A worker on another machine, started by a launcher (srun, mpirun, ssh), has none of
+// these fds; its environment has instead
+//   MPIFY_CONNECT=tcp:host:port  the caller's connect-back port
+//   MPIFY_CONNECT_SECRET=<hex>   the call's secret (contract/connect_back.hpp)
+//   MPIFY_CONNECT_RANK=k         the rank it proves
+// and it serves the call over the connection it makes (worker/connect_back_worker.hpp).
 
 namespace mpify::detail {
 
@@ -30,5 +37,9 @@ constexpr int worker_fd_count = 5;
 constexpr const char* worker_env_var = "MPIFY_WORKER_FD";
 /// The environment variable that makes a process a warm template (value: its control fd).
 constexpr const char* template_env_var = "MPIFY_TEMPLATE_FD";
+
+/// A remote worker's way back to its caller ("tcp:host:port"), and the rank it proves.
+constexpr const char* connect_env_var = "MPIFY_CONNECT";
+constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";
 
 }  // namespace mpify::detail

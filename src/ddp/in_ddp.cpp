@@ -26,7 +26,7 @@ namespace {
 // store, and its connection there: the store notices when it ends without a goodbye.
 class MachineInGroup {
 public:
-    MachineInGroup(const store::Endpoint& endpoint, const DdpOptions& options, int base_rank, int n, int world)
+    MachineInGroup(const Endpoint& endpoint, const DdpOptions& options, int base_rank, int n, int world)
         : base_(base_rank) {
         const std::string call = std::to_string(next_call_number(endpoint.text()));
         connect_to_this_call(endpoint, call, options.timeout);
@@ -81,7 +81,7 @@ private:
     // with the same port may reach the master's previous store in the moment before it
     // closes. Each process numbers its calls to an address; the master writes its number
     // into its new store, and the others wait for the store that has theirs.
-    void connect_to_this_call(const store::Endpoint& endpoint, const std::string& call,
+    void connect_to_this_call(const Endpoint& endpoint, const std::string& call,
                               std::chrono::milliseconds timeout) {
         const auto deadline = std::chrono::steady_clock::now() + timeout;
         auto left = [&] {
@@ -153,14 +153,14 @@ void with_rendezvous(const DdpOptions& options, int n,
         // The whole group is here and no port was asked for: its store is a UNIX socket of
         // an unguessable name in the abstract namespace, that closes other users'
         // connections; nothing listens on the network, nothing is left on disk.
-        store::Endpoint endpoint;
-        endpoint.unix_path = store::private_socket_name();
+        Endpoint endpoint;
+        endpoint.unix_path = private_socket_name();
         const store::Server server(endpoint);
         run(environment_for(options, place, endpoint.text(), 0));
         return;
     }
 
-    store::Endpoint endpoint;
+    Endpoint endpoint;
     endpoint.host = options.addr;
     endpoint.port = options.port;
     std::optional<store::Server> server;  // hosted by the caller with base_rank 0, for every machine

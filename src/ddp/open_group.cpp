@@ -7,7 +7,7 @@
 #include "ddp/sigpipe_block.hpp"
 
 #include <mpify/tensor_memory.hpp>
-#include "store/endpoint.hpp"
+#include "common/endpoint.hpp"
 #include "store/server.hpp"
 
 #include <mpify/error.hpp>
@@ -73,7 +73,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_group(const c10::intrusive_ptr<c10
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
         options->devices.push_back(
-            c10d::ProcessGroupGloo::createDeviceForHostname(store::local_address_toward(s.addr)));
+            c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(s.addr)));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, s.rank, s.world_size, options);
 }
 

@@ -42,9 +42,9 @@ Missing missing_ranks(store::Client& store, const DdpSettings& s, const std::str
 
 }  // namespace
 
-store::Endpoint store_endpoint(const DdpSettings& s) {
-    if (!s.store.empty()) return store::Endpoint::parse(s.store, "MPIFY_DDP_STORE");
-    store::Endpoint e;
+Endpoint store_endpoint(const DdpSettings& s) {
+    if (!s.store.empty()) return Endpoint::parse(s.store, "MPIFY_DDP_STORE");
+    Endpoint e;
     e.host = s.addr;
     e.port = s.port;
     return e;

@@ -13,7 +13,7 @@
 namespace mpify::detail {
 
 /// Where this rank finds the group's store: s.store, or s.addr:s.port.
-store::Endpoint store_endpoint(const DdpSettings& s);
+Endpoint store_endpoint(const DdpSettings& s);
 
 /// A connection to the group's store (see store_endpoint). Throws Error when it cannot
 /// be reached within s.timeout.

@@ -3,7 +3,7 @@
 // rendezvous use. Every operation ends by its deadline whatever the other end does (or
 // does not) send: a get or wait is timed by the store and answered "timed out", and a
 // store that stops answering is given up on a second later.
-#include "store/endpoint.hpp"
+#include "common/endpoint.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
 

@@ -12,7 +12,7 @@
 // all (beyond, the connection holding most is dropped) and stores 256 MiB of keys.
 #include "common/clock.hpp"
 #include "common/event_fd.hpp"
-#include "store/endpoint.hpp"
+#include "common/endpoint.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
 

@@ -1,6 +1,7 @@
 // <mpify/process.hpp>, all of it: mpify::init, where a process that mpify started turns
 // into what it was started as, and the queries of a process's place in the current call.
 #include "common/environment_number.hpp"
+#include "worker/connect_back_worker.hpp"
 #include "worker/init.hpp"
 #include "worker/serve.hpp"
 #include "worker/template_server.hpp"
@@ -21,6 +22,7 @@ void init(int /*argc*/, char** /*argv*/) {
     init_called = true;
     detail::serve_if_template();  // in a template, never returns (its workers go on below)
     detail::serve_if_worker();
+    detail::serve_if_connecting();  // a worker on another machine, started by a launcher
 }
 
 bool is_worker() { return detail::is_worker_process(); }

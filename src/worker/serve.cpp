@@ -204,8 +204,12 @@ void serve_if_worker() {
     if (std::getenv(worker_env_var) == nullptr) return;
     const int fd = channel_from_environment(worker_env_var);
     ::unsetenv(worker_env_var);  // processes this worker starts are not workers
+    serve_as_worker(fd);
+}
+
+void serve_as_worker(int channel_fd) {
     worker_process = true;
-    serve(fd);
+    serve(channel_fd);
 }
 
 bool is_worker_process() { return worker_process; }

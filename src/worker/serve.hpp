@@ -8,6 +8,10 @@ namespace mpify::detail {
 /// call and ends the process; otherwise returns.
 void serve_if_worker();
 
+/// Serves the call that comes on `channel_fd` (the caller's channel, however it was
+/// made) and ends the process.
+[[noreturn]] void serve_as_worker(int channel_fd);
+
 /// True once this process has started serving a call as a worker.
 bool is_worker_process();
 

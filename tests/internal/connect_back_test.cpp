@@ -102,7 +102,7 @@ TEST_CASE("a peer that stops sending part-way is refused at the deadline, not la
 
 TEST_CASE("a peer that says nothing and hangs up is refused at once", "[connect_back]") {
     const std::string refusal = refusal_of([](int) {});
-    CHECK_THAT(refusal, Contains("closed during the answer"));
+    CHECK_THAT(refusal, Contains("the connection closed during the"));  // the challenge or the answer
 }
 
 TEST_CASE("a rank outside the call is refused even with the right proof", "[connect_back]") {

@@ -22,6 +22,10 @@
 
 using Catch::Contains;
 namespace store = mpify::detail::store;
+using mpify::detail::connect_to;
+using mpify::detail::Endpoint;
+using mpify::detail::listen_at;
+using mpify::detail::private_socket_name;
 
 namespace {
 
@@ -30,13 +34,13 @@ bool never_interrupted() noexcept { return false; }
 
 using Clock = std::chrono::steady_clock;
 
-store::Endpoint loopback() {
-    store::Endpoint e;
+Endpoint loopback() {
+    Endpoint e;
     e.host = "127.0.0.1";
     return e;
 }
 
-mpify::detail::DdpSettings settings_for(const store::Endpoint& e, int rank, int world, int timeout_ms) {
+mpify::detail::DdpSettings settings_for(const Endpoint& e, int rank, int world, int timeout_ms) {
     mpify::detail::DdpSettings s;
     s.rank = rank;
     s.world_size = world;
@@ -46,8 +50,8 @@ mpify::detail::DdpSettings settings_for(const store::Endpoint& e, int rank, int 
 }
 
 // A raw connection to the server, for sending what no client would.
-mpify::detail::UniqueFd outsider(const store::Endpoint& e) {
-    return store::connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
+mpify::detail::UniqueFd outsider(const Endpoint& e) {
+    return connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
 }
 
 void send_bytes(int fd, const std::string& bytes) {
@@ -84,7 +88,7 @@ TEST_CASE("store messages decode to what was encoded and refuse anything malform
 }
 
 TEST_CASE("a rank that never joins is named when the timeout runs out", "[store][ddp][failure]") {
-    store::Endpoint e = loopback();
+    Endpoint e = loopback();
     const store::Server server(e);
     auto rank1 = mpify::detail::connect_store(settings_for(server.endpoint(), 1, 3, 600));
     rank1->set("mpify/joined/1", {1});
@@ -97,8 +101,8 @@ TEST_CASE("a rank that never joins is named when the timeout runs out", "[store]
 }
 
 TEST_CASE("outsiders' bytes close their own connection and leave the group's rendezvous working", "[store][failure]") {
-    store::Endpoint e;
-    e.unix_path = store::private_socket_name();
+    Endpoint e;
+    e.unix_path = private_socket_name();
     const store::Server server(e);
     auto silent = outsider(e);
     send_bytes(silent.get(), "x");  // one byte, then nothing: a half message
@@ -127,9 +131,9 @@ TEST_CASE("outsiders' bytes close their own connection and leave the group's ren
 TEST_CASE("a store that never answers cannot hold a wait past its timeout", "[store][failure]") {
     // A listening socket nobody serves: the connection is accepted by the kernel, and
     // no reply ever comes.
-    store::Endpoint e;
-    e.unix_path = store::private_socket_name();
-    const auto listener = store::listen_at(e);
+    Endpoint e;
+    e.unix_path = private_socket_name();
+    const auto listener = listen_at(e);
     store::Client client(e, std::chrono::milliseconds(300), never_interrupted);
     const auto start = Clock::now();
     CHECK_THROWS_WITH(client.wait({"never"}, std::chrono::milliseconds(300)), Contains("did not answer within"));
@@ -137,7 +141,7 @@ TEST_CASE("a store that never answers cannot hold a wait past its timeout", "[st
 }
 
 TEST_CASE("the store tells a caller that left from one whose connection died", "[store]") {
-    store::Endpoint e = loopback();
+    Endpoint e = loopback();
     const store::Server server(e);
     {
         store::Client clean(server.endpoint(), std::chrono::seconds(5), never_interrupted);
@@ -250,12 +254,12 @@ TEST_CASE("strangers cannot make the store hold more than its bounds of memory",
 
 TEST_CASE("a one-machine store lives in the abstract namespace and closes other users' connections at once",
           "[store][failure]") {
-    store::Endpoint e;
-    e.unix_path = store::private_socket_name();
+    Endpoint e;
+    e.unix_path = private_socket_name();
     REQUIRE(e.unix_path.rfind("@mpify-group-", 0) == 0);
     CHECK(e.unix_path.size() == 13 + 32);  // 128 random bits
     const store::Server server(e);
-    CHECK(store::Endpoint::parse(e.text(), "MPIFY_STORE").unix_path == e.unix_path);
+    CHECK(Endpoint::parse(e.text(), "MPIFY_STORE").unix_path == e.unix_path);
     if (::geteuid() == 0) {
         // A process of user 65534 connects: closed before it can ask anything.
         const pid_t stranger = ::fork();
@@ -263,7 +267,7 @@ TEST_CASE("a one-machine store lives in the abstract namespace and closes other 
         if (stranger == 0) {
             if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
             try {
-                auto fd = store::connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
+                auto fd = connect_to(e, Clock::now() + std::chrono::seconds(5), never_interrupted);
                 const std::string request = store::encode(store::Message{store::Tag::count, 0, {}});
                 (void)!::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
                 char c;

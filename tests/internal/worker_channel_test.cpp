@@ -1,8 +1,13 @@
 // mpify-worker against a caller that is not what it expects: one that goes away in the
 // middle of sending the call (the worker must not wait for bytes that will never come,
 // nor take memory for what the header announced: it exits at once, saying why), one of
-// another mpify version (refused by name), and a library that does not load.
+// another mpify version (refused by name), and a library that does not load. And
+// mpify-worker started as a launcher on another machine starts it: it connects back over
+// TCP, proves its rank and serves the call there; with another call's secret it is not
+// admitted and says so without the secret.
+#include "contract/connect_back.hpp"
 #include "contract/process_contract.hpp"
+#include "spawn/connect_back_listener.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
 
@@ -15,7 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,7 +37,9 @@ struct HandStartedWorker {
     int err = -1;      ///< the read end of its stderr
 };
 
-HandStartedWorker start_worker_by_hand() {
+// With `connect_back` (MPIFY_CONNECT and the rest), started as a launcher on another
+// machine would: no channel; it connects back itself.
+HandStartedWorker start_worker_by_hand(const std::vector<std::string>& connect_back = {}) {
     int channel[2], err[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) == 0);
     REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
@@ -39,9 +48,12 @@ HandStartedWorker start_worker_by_hand() {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawn_file_actions_adddup2(&actions, channel[1], mpify::detail::worker_channel_fd);
-    std::vector<std::string> env_text{std::string(mpify::detail::worker_env_var) + "=" +
-                                      std::to_string(mpify::detail::worker_channel_fd)};
+    std::vector<std::string> env_text = connect_back;
+    if (connect_back.empty()) {
+        posix_spawn_file_actions_adddup2(&actions, channel[1], mpify::detail::worker_channel_fd);
+        env_text.push_back(std::string(mpify::detail::worker_env_var) + "=" +
+                           std::to_string(mpify::detail::worker_channel_fd));
+    }
     for (char** e = environ; *e; ++e) env_text.emplace_back(*e);
     std::vector<char*> env;
     for (std::string& entry : env_text) env.push_back(entry.data());
@@ -53,6 +65,7 @@ HandStartedWorker start_worker_by_hand() {
     posix_spawn_file_actions_destroy(&actions);
     ::close(channel[1]);
     ::close(err[1]);
+    if (!connect_back.empty()) ::close(std::exchange(channel[0], -1));
     return {worker, channel[0], err[0]};
 }
 
@@ -138,4 +151,55 @@ TEST_CASE("a worker that cannot load the function's library says so, with its ow
     CHECK_THAT(what, Catch::Contains("this worker runs mpify " MPIFY_VERSION_STRING));
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 1);
+}
+
+namespace {
+
+// The environment a launcher gives a remote worker of rank `rank`.
+std::vector<std::string> way_back(const mpify::detail::ConnectBackListener& listener, const std::string& secret_hex,
+                                  int rank) {
+    return {std::string(mpify::detail::connect_env_var) + "=tcp:" + listener.address() + ":" +
+                std::to_string(listener.port()),
+            std::string(mpify::detail::connect_secret_env_var) + "=" + secret_hex,
+            std::string(mpify::detail::connect_rank_env_var) + "=" + std::to_string(rank)};
+}
+
+}  // namespace
+
+TEST_CASE("a worker started with the way back connects to the caller, proves its rank and serves the call there",
+          "[wire][worker][connect_back]") {
+    mpify::detail::ConnectBackListener listener("127.0.0.1", 0);
+    const auto secret = mpify::detail::CallSecret::fresh();
+    HandStartedWorker worker = start_worker_by_hand(way_back(listener, secret.hex(), 1));
+    auto admitted = listener.admit(secret, 2, {false, true}, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    REQUIRE(admitted.count(1) == 1);
+    worker.channel = admitted[1].get();
+    send_all(worker.channel, mpify::detail::call_frame_head(call_of_anything("0.0.1-elsewhere"), 0));
+    const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
+    admitted.clear();
+    int status = 0;
+    const std::string said = reap(worker, status);
+    REQUIRE(reply);
+    REQUIRE(reply->type == mpify::detail::FrameType::failure);
+    CHECK_THAT(mpify::detail::decode_failure(reply->payload).what,
+               Catch::Contains("the caller runs mpify 0.0.1-elsewhere"));
+    CHECK(listener.refusals().empty());
+}
+
+TEST_CASE("a worker with another call's secret is not admitted, and says so without the secret",
+          "[wire][worker][connect_back]") {
+    mpify::detail::ConnectBackListener listener("127.0.0.1", 0);
+    const auto secret = mpify::detail::CallSecret::fresh(), others = mpify::detail::CallSecret::fresh();
+    const HandStartedWorker worker = start_worker_by_hand(way_back(listener, others.hex(), 1));
+    const auto admitted =
+        listener.admit(secret, 2, {false, true}, std::chrono::steady_clock::now() + std::chrono::seconds(3));
+    CHECK(admitted.empty());
+    int status = 0;
+    const std::string said = reap(worker, status);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 70);
+    CHECK_THAT(said, Catch::Contains("cannot join its caller at tcp:127.0.0.1:" + std::to_string(listener.port())));
+    CHECK_THAT(said, !Catch::Contains(others.hex()) && !Catch::Contains(secret.hex()));
+    REQUIRE(listener.refusals().size() == 1);
+    CHECK_THAT(listener.refusals()[0], Catch::Contains("does not prove the call's secret"));
 }

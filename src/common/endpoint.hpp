@@ -1,8 +1,9 @@
 #pragma once
-// Where a group's rendezvous store is: a UNIX socket when the whole group is on this
-// machine (nothing another machine can reach; the server closes connections of other
-// users at once), or a TCP port on the master's address when it spans machines (bound
-// to that address only, never to every interface).
+// Where a socket of mpify listens and how to reach it: a UNIX socket when everything is on
+// this machine (nothing another machine can reach; the group's store closes connections
+// of other users at once), or a TCP port on one address when other machines must reach
+// it (bound to that address only, never to every interface). The group's rendezvous
+// store listens through this, and so will the caller that remote workers connect back to.
 #include "common/unique_fd.hpp"
 
 #include <sys/socket.h>
@@ -10,7 +11,7 @@
 #include <chrono>
 #include <string>
 
-namespace mpify::detail::store {
+namespace mpify::detail {
 
 struct Endpoint {
     /// Non-empty: a UNIX socket; "@name" for a name in Linux's abstract namespace (no
@@ -45,9 +46,11 @@ using InterruptCheck = bool (*)() noexcept;
 
 /// A connected socket to `endpoint`, tried again while nothing listens there yet (the
 /// master may start later than this host) until `deadline`, or until `interrupted`.
-/// Throws Error naming the endpoint and the last reason.
+/// Throws Error naming `purpose` ("the group's rendezvous"), the endpoint and the last
+/// reason, and ending with `hint`.
 UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
-                    InterruptCheck interrupted);
+                    InterruptCheck interrupted, const char* purpose = "the group's rendezvous",
+                    const char* hint = "Is the caller with base_rank 0 running there, and is the address right?");
 
 /// An address as numeric text ("10.0.0.2", "::1"); "?" when it has none.
 std::string numeric_host(const sockaddr* address, socklen_t size);
@@ -57,4 +60,4 @@ std::string numeric_host(const sockaddr* address, socklen_t size);
 /// Throws UsageError when `host` does not resolve.
 std::string local_address_toward(const std::string& host);
 
-}  // namespace mpify::detail::store
+}  // namespace mpify::detail

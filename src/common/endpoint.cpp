@@ -1,4 +1,4 @@
-#include "store/endpoint.hpp"
+#include "common/endpoint.hpp"
 
 #include "common/posix.hpp"
 #include "common/random_token.hpp"
@@ -23,7 +23,7 @@
 #include <system_error>
 #include <thread>
 
-namespace mpify::detail::store {
+namespace mpify::detail {
 namespace {
 
 struct AddrInfoFree {
@@ -182,7 +182,7 @@ UniqueFd listen_at(Endpoint& endpoint) {
 }
 
 UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
-                    InterruptCheck interrupted) {
+                    InterruptCheck interrupted, const char* purpose, const char* hint) {
     std::string last_error;
     bool permanent = false;
     // One try at every address the endpoint has; an empty fd when none answered.
@@ -216,14 +216,13 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
         if (UniqueFd fd = attempt()) return fd;
         if (permanent || std::chrono::steady_clock::now() + pause >= deadline) break;
         if (interrupted())
-            throw Error(fmt::format("mpify: stopped trying to reach the group's rendezvous at {}: the call was "
-                                    "interrupted", endpoint.describe()));
+            throw Error(fmt::format("mpify: stopped trying to reach {} at {}: the call was interrupted", purpose,
+                                    endpoint.describe()));
         // Not a synchronization: nothing can tell us when a remote master starts listening.
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(200));
     }
-    throw Error(fmt::format("mpify: cannot reach the group's rendezvous at {} ({}). Is the caller with base_rank 0 "
-                            "running there, and is the address right?", endpoint.describe(), last_error));
+    throw Error(fmt::format("mpify: cannot reach {} at {} ({}). {}", purpose, endpoint.describe(), last_error, hint));
 }
 
 std::string local_address_toward(const std::string& host) {
@@ -241,4 +240,4 @@ std::string local_address_toward(const std::string& host) {
     throw UsageError(fmt::format("mpify: this machine has no route to the master address '{}'", host));
 }
 
-}  // namespace mpify::detail::store
+}  // namespace mpify::detail

@@ -1,0 +1,67 @@
+#pragma once
+// The caller's one TCP port for the workers of a call that run on other machines: they
+// connect back to it and prove their rank (contract/connect_back.hpp) before anything
+// else is said. It listens on one address — the caller's address on the route to the
+// nodes — never on every interface, and admits many connections at once, so a stranger
+// that connects and says nothing, or a byte a second, delays no worker: each connection
+// has `patience` to prove itself, and at most `most_pending` wait at a time (a newcomer
+// beyond that closes the one that has waited longest, so a flood cannot lock a worker out).
+#include "common/clock.hpp"
+#include "common/poll_set.hpp"
+#include "common/unique_fd.hpp"
+#include "contract/connect_back.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+class ConnectBackListener {
+public:
+    /// Connections waiting to prove themselves at most at once.
+    static constexpr std::size_t most_pending = 64;
+
+    /// Listens on `address` (numeric or a name; not a wildcard such as 0.0.0.0 or ::) at
+    /// `port` (0: a free one). Throws UsageError saying why it cannot.
+    ConnectBackListener(const std::string& address, int port);
+    ~ConnectBackListener();
+    ConnectBackListener(const ConnectBackListener&) = delete;
+    ConnectBackListener& operator=(const ConnectBackListener&) = delete;
+
+    const std::string& address() const { return address_; }
+    int port() const { return port_; }
+
+    /// Admits connections that prove a rank of a call of `world_size` ranks under
+    /// `secret`, until every rank for which `wanted` is true has one or `deadline` has come.
+    /// Returns the admitted connections by rank (blocking fds, the handshake done). A
+    /// connection that fails to prove a rank within `patience` of its arrival, proves a
+    /// rank not wanted or already admitted, or sends anything else is closed and noted in
+    /// refusals(); the others go on.
+    std::map<int, UniqueFd> admit(const CallSecret& secret, int world_size, const std::vector<bool>& wanted,
+                                  Clock::time_point deadline,
+                                  std::chrono::milliseconds patience = std::chrono::seconds(5));
+
+    /// Why each refused connection was closed, in order ("127.0.0.1: the answer is not
+    /// mpify's"). Never holds the secret or a proof.
+    const std::vector<std::string>& refusals() const { return refusals_; }
+
+private:
+    struct Pending;
+    void accept_new(const CallSecret& secret);
+    // Reads what `pending` sent; true when it is done, admitted or refused.
+    bool advance(Pending& pending, int world_size, const std::vector<bool>& wanted,
+                 std::map<int, UniqueFd>& admitted);
+    void refuse(const Pending& pending, const std::string& why);
+
+    std::string address_;
+    int port_ = 0;
+    UniqueFd listener_;
+    std::chrono::milliseconds patience_{};
+    std::vector<std::unique_ptr<Pending>> pending_;
+    std::vector<std::string> refusals_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,69 @@
+#include "worker/connect_back_worker.hpp"
+
+#include "common/endpoint.hpp"
+#include "common/environment_number.hpp"
+#include "contract/connect_back.hpp"
+#include "contract/process_contract.hpp"
+#include "worker/serve.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace mpify::detail {
+namespace {
+
+// How long a remote worker tries to reach its caller: the launcher may start it before
+// the caller's admission loop runs, never before its port listens, so this bounds only a
+// caller that is gone or unreachable (the caller gives up on its side by its own timeout).
+constexpr std::chrono::seconds connect_patience{60};
+
+[[noreturn]] void give_up(const std::string& where, int rank, const std::string& why) {
+    std::fprintf(stderr, "mpify worker (rank %d): cannot join its caller at %s: %s\n", rank, where.c_str(),
+                 why.c_str());
+    std::fflush(stderr);
+    ::_exit(70);
+}
+
+// The secret, taken out of the environment at once.
+std::optional<CallSecret> take_secret() {
+    const char* text = std::getenv(connect_secret_env_var);
+    std::optional<CallSecret> secret;
+    try {
+        if (text != nullptr) secret.emplace(CallSecret::from_hex(text));
+    } catch (const std::invalid_argument&) {
+    }
+    ::unsetenv(connect_secret_env_var);
+    return secret;
+}
+
+}  // namespace
+
+void serve_if_connecting() {
+    const char* where_text = std::getenv(connect_env_var);
+    if (where_text == nullptr) return;
+    const std::string where = where_text;
+    ::unsetenv(connect_env_var);  // processes this worker starts are not workers
+    const std::optional<CallSecret> secret = take_secret();
+    const int rank = static_cast<int>(environment_number(connect_rank_env_var, -1, Malformed::use_fallback,
+                                                          "mpify worker", 0, INT_MAX));
+    if (rank < 0) give_up(where, rank, std::string(connect_rank_env_var) + " is not a rank");
+    if (!secret) give_up(where, rank, std::string(connect_secret_env_var) + " is missing or not the call's secret");
+    try {
+        const Endpoint caller = Endpoint::parse(where, connect_env_var);
+        const auto deadline = Clock::now() + connect_patience;
+        UniqueFd channel = connect_to(caller, deadline, []() noexcept { return false; }, "the caller's port",
+                                      "Is the caller still running, and does this node reach that address?");
+        prove_to_caller(channel.get(), *secret, rank, deadline);
+        serve_as_worker(channel.release());
+    } catch (const std::exception& e) {
+        give_up(where, rank, e.what());
+    }
+}
+
+}  // namespace mpify::detail
