@@ -3,7 +3,6 @@
 #include "common/posix.hpp"
 #include "wire/messages.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -39,12 +38,6 @@ struct Supervisor::Worker {
     std::size_t total() const { return call_head.size() + args->size(); }
 };
 
-namespace {
-
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-}  // namespace
-
 Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
                        InterruptWatch& interrupts)
     : options_(options),
@@ -66,7 +59,7 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
     w->call_head = std::move(call_head);
     w->args = std::move(args);
     for (const UniqueFd* fd : {&w->channel, &w->out, &w->err})
-        if (*fd) set_nonblocking(fd->get());
+        if (*fd) set_blocking(fd->get(), false);
     workers_.push_back(std::move(w));
 }
 

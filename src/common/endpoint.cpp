@@ -6,7 +6,6 @@
 #include <mpify/error.hpp>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -99,8 +98,6 @@ UniqueFd new_socket(int family) {
     if (!fd) throw std::system_error(errno, std::generic_category(), "mpify: socket");
     return fd;
 }
-
-void make_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
 
 }  // namespace
 
@@ -195,7 +192,7 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
                 permanent = permanent || !worth_retrying(error);
                 return UniqueFd();
             }
-            make_blocking(fd.get());
+            set_blocking(fd.get(), true);
             if (family != AF_UNIX) {
                 const int on = 1;
                 ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);

@@ -44,6 +44,11 @@ CStringArray::CStringArray(const std::vector<std::string>& strings) {
     pointers_.push_back(nullptr);
 }
 
+void set_blocking(int fd, bool blocking) noexcept {
+    const int flags = ::fcntl(fd, F_GETFL);
+    ::fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+}
+
 ReadResult read_some(int fd, char* data, std::size_t size) noexcept {
     const ssize_t n = retry_on_eintr([&] { return ::read(fd, data, size); });
     if (n > 0) return {ReadResult::bytes, static_cast<std::size_t>(n), 0};

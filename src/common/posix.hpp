@@ -64,6 +64,9 @@ struct ReadResult {
 /// One read of at most `size` bytes, retried on EINTR.
 ReadResult read_some(int fd, char* data, std::size_t size) noexcept;
 
+/// Makes reads and writes on `fd` wait (`blocking`) or return at once with EAGAIN.
+void set_blocking(int fd, bool blocking) noexcept;
+
 /// Writes all `size` bytes (blocking fd), retrying on EINTR and short writes. Sockets
 /// are written with MSG_NOSIGNAL: a peer that is gone is an EPIPE error, never SIGPIPE.
 /// Throws std::system_error with `what` as its context.

@@ -5,9 +5,8 @@
 #include "ddp/sigpipe_block.hpp"
 #include "store/server.hpp"
 
-#include <mpify/tensor_memory.hpp>
-
 #include <mpify/error.hpp>
+#include <mpify/tensor_memory.hpp>
 
 #include <fmt/format.h>
 #include <mutex>

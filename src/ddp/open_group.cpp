@@ -5,12 +5,11 @@
 #include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"
 #include "ddp/sigpipe_block.hpp"
-
-#include <mpify/tensor_memory.hpp>
 #include "common/endpoint.hpp"
 #include "store/server.hpp"
 
 #include <mpify/error.hpp>
+#include <mpify/tensor_memory.hpp>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -16,17 +15,6 @@
 #include <cstring>
 
 namespace mpify::detail {
-
-// A connection that has not proven itself yet.
-struct ConnectBackListener::Pending {
-    UniqueFd fd;              // non-blocking until admitted
-    std::string peer;         // its address, for refusals
-    WorkerAdmission admission;
-    std::string answer;       // what it has sent so far
-    Clock::time_point until;  // its patience ends
-    Pending(UniqueFd f, std::string p, const CallSecret& secret, Clock::time_point u)
-        : fd(std::move(f)), peer(std::move(p)), admission(secret), until(u) {}
-};
 
 namespace {
 
@@ -36,11 +24,6 @@ bool is_wildcard(const std::string& address) {
     if (::inet_pton(AF_INET, address.c_str(), &any4) == 1) return any4.s_addr == htonl(INADDR_ANY);
     if (::inet_pton(AF_INET6, address.c_str(), &any6) == 1) return std::memcmp(&any6, &in6addr_any, sizeof any6) == 0;
     return address.empty() || address == "*";
-}
-
-void set_blocking(int fd, bool blocking) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    ::fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
 }
 
 // Sends all of `bytes` on a non-blocking socket; false when it would block or fails
@@ -59,6 +42,17 @@ std::string peer_address(int fd) {
 
 }  // namespace
 
+// A connection that has not proven itself yet.
+struct ConnectBackListener::Pending {
+    UniqueFd fd;              // non-blocking until admitted
+    std::string peer;         // its address, for refusals
+    WorkerAdmission admission;
+    std::string answer;       // what it has sent so far
+    Clock::time_point until;  // its patience ends
+    Pending(UniqueFd f, const CallSecret& secret, Clock::time_point u)
+        : fd(std::move(f)), peer(peer_address(fd.get())), admission(secret), until(u) {}
+};
+
 ConnectBackListener::ConnectBackListener(const std::string& address, int port) : address_(address) {
     if (is_wildcard(address))
         throw UsageError(fmt::format("mpify: remote workers connect back to one address of this machine, the one "
@@ -76,8 +70,9 @@ ConnectBackListener::~ConnectBackListener() = default;
 std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int world_size,
                                                    const std::vector<bool>& wanted, Clock::time_point deadline,
                                                    std::chrono::milliseconds patience) {
-    patience_ = patience;
     std::map<int, UniqueFd> admitted;
+    // Connections still proving themselves; those left when admission ends are closed.
+    std::vector<std::unique_ptr<Pending>> pending;
     auto all_there = [&] {
         for (int rank = 0; rank < world_size; ++rank)
             if (rank < static_cast<int>(wanted.size()) && wanted[rank] && admitted.count(rank) == 0) return false;
@@ -88,46 +83,45 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
         poll.clear();
         poll.add(listener_.get(), POLLIN);
         Clock::time_point wake = deadline;
-        for (const auto& p : pending_) {
+        for (const auto& p : pending) {
             poll.add(p->fd.get(), POLLIN);
             wake = std::min(wake, p->until);
         }
         poll.wait(wake);
         // The pending ones first, by index as added (the listener is index 0).
         std::vector<std::unique_ptr<Pending>> still;
-        for (std::size_t i = 0; i < pending_.size(); ++i) {
-            Pending& p = *pending_[i];
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            Pending& p = *pending[i];
             if (poll.revents(i + 1) != 0 && advance(p, world_size, wanted, admitted)) continue;
             if (Clock::now() >= p.until) {  // also for one that sends a byte now and then
-                refuse(p, fmt::format("no proof within {} ms ({} of {} bytes)", patience_.count(), p.answer.size(),
+                refuse(p, fmt::format("no proof within {} ms ({} of {} bytes)", patience.count(), p.answer.size(),
                                       WorkerAdmission::answer_size));
                 continue;
             }
-            still.push_back(std::move(pending_[i]));
+            still.push_back(std::move(pending[i]));
         }
-        pending_ = std::move(still);
-        if (poll.revents(0) != 0) accept_new(secret);
+        pending = std::move(still);
+        if (poll.revents(0) != 0) accept_new(secret, patience, pending);
     }
-    pending_.clear();  // the connections that were still proving themselves are closed
     return admitted;
 }
 
-void ConnectBackListener::accept_new(const CallSecret& secret) {
+void ConnectBackListener::accept_new(const CallSecret& secret, std::chrono::milliseconds patience,
+                                     std::vector<std::unique_ptr<Pending>>& pending) {
     for (;;) {
         UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
         if (!fd) return;  // none left (EAGAIN), or out of fds: the rest wait in the backlog
-        auto pending = std::make_unique<Pending>(std::move(fd), "", secret, Clock::now() + patience_);
-        pending->peer = peer_address(pending->fd.get());
-        if (pending_.size() >= most_pending) {  // the one that has had longest to prove itself makes room
-            refuse(*pending_.front(), fmt::format("closed to make room: {} connections were already proving "
-                                                  "themselves", most_pending));
-            pending_.erase(pending_.begin());
+        auto arrived = std::make_unique<Pending>(std::move(fd), secret, Clock::now() + patience);
+        if (pending.size() >= most_pending) {  // the one that has had longest to prove itself makes room
+            refuse(*pending.front(), fmt::format("closed to make room: {} connections were already proving "
+                                                 "themselves", most_pending));
+            pending.erase(pending.begin());
         }
-        if (!send_small(pending->fd.get(), pending->admission.challenge())) {
-            refuse(*pending, "the challenge could not be sent");
+        if (!send_small(arrived->fd.get(), arrived->admission.challenge())) {
+            refuse(*arrived, "the challenge could not be sent");
             continue;
         }
-        pending_.push_back(std::move(pending));
+        pending.push_back(std::move(arrived));
     }
 }
 

@@ -50,7 +50,9 @@ public:
 
 private:
     struct Pending;
-    void accept_new(const CallSecret& secret);
+    // Accepts what waits on the port into `pending`, each with `patience` to prove itself.
+    void accept_new(const CallSecret& secret, std::chrono::milliseconds patience,
+                    std::vector<std::unique_ptr<Pending>>& pending);
     // Reads what `pending` sent; true when it is done, admitted or refused.
     bool advance(Pending& pending, int world_size, const std::vector<bool>& wanted,
                  std::map<int, UniqueFd>& admitted);
@@ -59,8 +61,6 @@ private:
     std::string address_;
     int port_ = 0;
     UniqueFd listener_;
-    std::chrono::milliseconds patience_{};
-    std::vector<std::unique_ptr<Pending>> pending_;
     std::vector<std::string> refusals_;
 };
 
