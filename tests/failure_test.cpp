@@ -109,6 +109,7 @@ TEST_CASE("a timeout stops every worker and names the ranks still running", "[fa
     options.caller_rank = std::nullopt;
     options.timeout = std::chrono::milliseconds(1500);
     options.stop_grace = std::chrono::milliseconds(100);
+    mpify_test::warm_up(options, 2, in_library::add, 1, 2);
     try {
         mpify::ranch(options, 2, in_library::hang_on_workers, 1);
         FAIL("ranch returned");

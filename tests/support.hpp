@@ -1,6 +1,7 @@
 #pragma once
 // Observations the tests make about this process and about child programs.
 #include <mpify/options.hpp>
+#include <mpify/ranch.hpp>
 
 #include <sys/types.h>
 
@@ -15,6 +16,16 @@ mpify::Options quiet();
 /// For workers that crash on purpose: under a sanitizer, the signal must reach the
 /// process instead of being turned into the sanitizer's report and exit code.
 void let_crashes_through(mpify::Options& options);
+
+/// Pays before a timed call what the first call of a spawner pays once: runs `function`
+/// with `options` but no timeout, so the warm template is started and has loaded the
+/// function's library (LibTorch's dependencies take more than a second to load under
+/// ASan). For tests of short timeouts, whose deadline is meant for the workers' run.
+template <class Function, class... Args>
+void warm_up(mpify::Options options, int n, Function function, const Args&... args) {
+    options.timeout = std::chrono::milliseconds(0);
+    mpify::ranch(options, n, function, args...);
+}
 
 /// The children of `parent`, zombies included.
 std::vector<pid_t> children(pid_t parent);

@@ -74,6 +74,7 @@ TEST_CASE("the timeout holds under a SIGCHLD handler that reaps every child", "[
     mpify::Options options = mpify_test::quiet();
     options.timeout = std::chrono::milliseconds(1500);
     options.caller_rank = std::nullopt;
+    mpify_test::warm_up(options, 2, in_library::add, 1, 2);
     const auto started = std::chrono::steady_clock::now();
     CHECK_THROWS_AS(mpify::ranch(options, 2, in_library::hang_on_workers, 7), mpify::TimeoutError);
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));

@@ -65,6 +65,7 @@ mpify::Options workers_only() {
 TEST_CASE("a stdout nobody reads slows the workers but the call's timeout holds", "[robustness][output][once]") {
     mpify::Options options = workers_only();
     options.timeout = std::chrono::seconds(2);
+    mpify_test::warm_up(options, 3, in_program::add, 1, 2);
     bool timed_out = false;
     {
         UnreadPipe unread(STDOUT_FILENO);
