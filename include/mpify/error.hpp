@@ -46,13 +46,17 @@ struct MPIFY_API RankFailure {
         unreadable_result,
     };
     int rank = -1;                         ///< global rank within the ranch call
+    /// The machine the rank ran on, when another than the caller's (Options::placement);
+    /// empty for ranks on the caller's machine.
+    std::string host;
     Kind kind = Kind::threw;               ///< what happened
     std::string exception_type;            ///< demangled type of the exception (threw)
     std::string message;                   ///< what() of the exception, or a description
     int signal = 0;                        ///< signal number (signaled)
     int exit_code = 0;                     ///< exit status (exited)
     std::vector<std::string> stderr_tail;  ///< last lines the rank wrote to stderr
-    /// One paragraph: "rank 2 was killed by SIGSEGV (Segmentation fault); last stderr ...".
+    /// One paragraph: "rank 2 was killed by SIGSEGV (Segmentation fault); last stderr ...";
+    /// a rank on another machine is "rank 2 on node1".
     std::string describe() const;
 };
 

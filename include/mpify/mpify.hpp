@@ -14,6 +14,7 @@
 #include <mpify/interrupt.hpp>
 #include <mpify/load_source.hpp>
 #include <mpify/options.hpp>
+#include <mpify/placement.hpp>
 #include <mpify/process.hpp>
 #include <mpify/ranch.hpp>
 #include <mpify/registry.hpp>

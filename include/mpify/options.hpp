@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include <mpify/placement.hpp>
+
 namespace mpify {
 
 /// Which of a worker's two output streams a line came from.
@@ -94,6 +96,11 @@ struct Options {
     /// shared memory (a sealed memfd) that every worker maps, instead of being sent to
     /// each worker through its channel. SIZE_MAX: never.
     std::size_t shared_memory_threshold = std::size_t(1) << 20;
+
+    /// Where the ranks run: this machine (the default), or other machines through a
+    /// launcher; see Placement. Arguments then travel over the network (never in shared
+    /// memory), and Options::spawner applies on this machine only.
+    Placement placement;
 };
 
 }  // namespace mpify

@@ -1,6 +1,7 @@
 #include "call/call.hpp"
 
 #include "call/environment.hpp"
+#include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
 #include "spawn/start_worker.hpp"
 #include "spawn/worker_host.hpp"
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <system_error>
@@ -86,7 +88,14 @@ Call::Call(const Options& options, CallPlan plan)
 void Call::start_workers(std::string args) {
     if (worker_count() == 0) return;
     const WorkerHost host = choose_worker_host(plan_.function, plan_.function_name);
-    const OutgoingArguments outgoing = prepare_arguments(std::move(args), options_.shared_memory_threshold);
+    const bool remote = options_.placement.launcher != Placement::Launcher::this_machine;
+    if (remote && host.library.empty())
+        throw UsageError(fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; "
+                                     "put it in a shared library (load_source, or a library the program links) at "
+                                     "the same path on every machine", plan_.label, plan_.function_name));
+    // Shared memory does not reach other machines: there, the arguments go with the call.
+    const OutgoingArguments outgoing =
+        prepare_arguments(std::move(args), remote ? SIZE_MAX : options_.shared_memory_threshold);
     std::map<std::string, std::string> variables = worker_variables(options_, plan_.n);
     CallMeta meta;
     meta.mpify_version = MPIFY_VERSION_STRING;
@@ -98,15 +107,22 @@ void Call::start_workers(std::string args) {
     meta.context_key = plan_.context_key;
     meta.context_library = plan_.context_library;
     meta.shared_args_size = outgoing.shared_size;
+    std::vector<int> ranks;
+    for (int rank = 0; rank < plan_.n; ++rank)
+        if (options_.caller_rank != rank) ranks.push_back(rank);
+    if (remote)
+        remote_.emplace(options_.placement, ranks, plan_.n, deadline_,
+                        InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }});
     try {
-        for (int rank = 0; rank < plan_.n; ++rank) {
-            if (options_.caller_rank == rank) continue;
+        for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);
             meta.rank = rank;
-            StartedWorker worker = start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
-                                                outgoing.shared.get(), deadline_);
+            StartedWorker worker =
+                remote_ ? remote_->start(rank, variables, options_.relay, deadline_)
+                        : start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
+                                       outgoing.shared.get(), deadline_);
             supervisor_.add(rank, std::move(worker), call_frame_head(meta, outgoing.inline_bytes->size()),
-                            outgoing.inline_bytes);
+                            outgoing.inline_bytes, remote_ ? remote_->host(rank) : std::string());
         }
     } catch (...) {
         supervisor_.stop_all();

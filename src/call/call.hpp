@@ -5,6 +5,7 @@
 #include "call/call_plan.hpp"
 #include "call/failure_log.hpp"
 #include "call/supervisor.hpp"
+#include "spawn/remote_ranks.hpp"
 
 #include <mpify/options.hpp>
 
@@ -47,6 +48,7 @@ private:
     const std::optional<Clock::time_point> deadline_;
     FailureLog failures_;
     InterruptWatch interrupts_;  // before the workers start: an interrupt while they start counts
+    std::optional<RemoteRanks> remote_;  // ranks on other machines; outlives the supervisor's reaping
     Supervisor supervisor_;
 };
 

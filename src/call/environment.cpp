@@ -3,9 +3,6 @@
 #include "contract/process_contract.hpp"
 
 #include <cstdlib>
-#include <cstring>
-
-extern char** environ;
 
 namespace mpify::detail {
 
@@ -26,17 +23,6 @@ std::map<std::string, std::string> own_rank_variables(const Options& options, in
     variables["LOCAL_RANK"] = std::to_string(rank);
     variables["LOCAL_WORLD_SIZE"] = std::to_string(n);
     return variables;
-}
-
-std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides) {
-    std::vector<std::string> env;
-    for (char** e = environ; e && *e; ++e) {
-        const char* eq = std::strchr(*e, '=');
-        const std::string name = eq ? std::string(*e, static_cast<std::size_t>(eq - *e)) : std::string(*e);
-        if (overrides.count(name) == 0) env.emplace_back(*e);
-    }
-    for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
-    return env;
 }
 
 }  // namespace mpify::detail

@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace mpify::detail {
 
@@ -17,8 +16,5 @@ std::map<std::string, std::string> worker_variables(const Options& options, int 
 
 /// What the caller's own rank sees while its fn runs: Options::env, LOCAL_RANK, LOCAL_WORLD_SIZE.
 std::map<std::string, std::string> own_rank_variables(const Options& options, int rank, int n);
-
-/// The caller's environment with `overrides` applied, as "NAME=value" entries.
-std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides);
 
 }  // namespace mpify::detail

@@ -23,6 +23,7 @@ std::string render(const std::string& context, const std::vector<RankFailure>& f
 }  // namespace
 
 std::string RankFailure::describe() const {
+    const std::string rank = host.empty() ? std::to_string(this->rank) : fmt::format("{} on {}", this->rank, host);
     std::string text;
     switch (kind) {
         case Kind::threw:

@@ -1,5 +1,7 @@
 #include "call/output_relay.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
 
@@ -10,8 +12,13 @@ constexpr std::size_t tail_lines = 20;
 constexpr std::size_t max_line = 64 * 1024;
 }  // namespace
 
-OutputRelay::OutputRelay(const Options& options, CallerStreams& caller, int rank, Stream stream)
-    : options_(options), caller_(caller), rank_(rank), stream_(stream) {}
+OutputRelay::OutputRelay(const Options& options, CallerStreams& caller, int rank, const std::string& host,
+                         Stream stream)
+    : options_(options),
+      caller_(caller),
+      rank_(rank),
+      prefix_(host.empty() ? fmt::format("[rank {}] ", rank) : fmt::format("[rank {}@{}] ", rank, host)),
+      stream_(stream) {}
 
 void OutputRelay::feed(const char* data, std::size_t size) {
     partial_.append(data, size);
@@ -37,7 +44,7 @@ void OutputRelay::emit(std::string line) {
         if (options_.on_output) {
             options_.on_output(rank_, stream_, line);
         } else {
-            caller_.write(stream_, "[rank " + std::to_string(rank_) + "] " + line + "\n");
+            caller_.write(stream_, prefix_ + line + "\n");
         }
     }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Splits a worker's output stream into lines and hands each line on: to the caller's
-// stdout / stderr with a "[rank k] " prefix (through CallerStreams, which never blocks),
+// stdout / stderr with a "[rank k] " prefix ("[rank k@host] " for a rank on another machine) (through CallerStreams, which never blocks),
 // or to Options::on_output. Keeps the last lines of stderr for crash reports.
 #include "call/caller_streams.hpp"
 
@@ -15,7 +15,8 @@ namespace mpify::detail {
 
 class OutputRelay {
 public:
-    OutputRelay(const Options& options, CallerStreams& caller, int rank, Stream stream);
+    /// `host`: the machine of a rank on another one, else empty.
+    OutputRelay(const Options& options, CallerStreams& caller, int rank, const std::string& host, Stream stream);
     /// Feeds bytes as they arrive; complete lines are relayed at once.
     void feed(const char* data, std::size_t size);
     /// End of stream: relays a last line that had no newline.
@@ -31,6 +32,7 @@ private:
     const Options& options_;
     CallerStreams& caller_;
     int rank_;
+    std::string prefix_;  // "[rank k] " or "[rank k@host] "
     Stream stream_;
     std::string partial_;
     std::deque<std::string> tail_;

@@ -19,6 +19,7 @@ namespace mpify::detail {
 
 struct Supervisor::Worker {
     int rank;
+    std::string host;  // of a rank on another machine; else empty
     ChildProcess process;
     UniqueFd channel, out, err;
     std::string call_head;
@@ -33,8 +34,11 @@ struct Supervisor::Worker {
 
     bool exited() const { return phase == WorkerPhase::exited; }
 
-    Worker(const Options& options, CallerStreams& caller, int r)
-        : rank(r), out_relay(options, caller, r, Stream::out), err_relay(options, caller, r, Stream::err) {}
+    Worker(const Options& options, CallerStreams& caller, int r, const std::string& h)
+        : rank(r),
+          host(h),
+          out_relay(options, caller, r, h, Stream::out),
+          err_relay(options, caller, r, h, Stream::err) {}
     std::size_t total() const { return call_head.size() + args->size(); }
 };
 
@@ -50,8 +54,9 @@ Supervisor::~Supervisor() {
         if (!w->exited()) kill_and_reap(w->process.pid, w->process.pidfd.get());
 }
 
-void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args) {
-    auto w = std::make_unique<Worker>(options_, caller_streams_, rank);
+void Supervisor::add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args,
+                     const std::string& host) {
+    auto w = std::make_unique<Worker>(options_, caller_streams_, rank, host);
     w->process = std::move(started.process);
     w->channel = std::move(started.channel);
     w->out = std::move(started.out);
@@ -291,6 +296,7 @@ void Supervisor::reap(Worker& w) {
 
 void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
     w.failed = true;
+    failure.host = w.host;
     failures_.add(std::move(failure), when.value_or(Clock::now()));
     stop_all();  // one rank failed: the others cannot finish a collective job
 }
@@ -324,6 +330,7 @@ void Supervisor::on_deadline() {
         failure.rank = w->rank;
         failure.kind = RankFailure::Kind::timed_out;
         failure.message = "still running when the timeout expired";
+        failure.host = w->host;
         w->failed = true;
         failures_.add(std::move(failure), Clock::now());
     }

@@ -36,8 +36,10 @@ public:
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
 
-    /// Takes charge of a started worker; run() sends it `call_head` then `args`.
-    void add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args);
+    /// Takes charge of a started worker; run() sends it `call_head` then `args`. `host`:
+    /// the machine of a rank on another one (its stand-in is the worker here), else empty.
+    void add(int rank, StartedWorker started, std::string call_head, std::shared_ptr<const std::string> args,
+             const std::string& host = {});
 
     /// Supervises until every worker has exited and been reaped, then gives the caller's
     /// streams a bounded time to take the workers' last lines. Does not throw.

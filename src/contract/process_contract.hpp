@@ -16,12 +16,19 @@
 //                        (worker/template_server.hpp; it has no PDEATHSIG)
 // plus LOCAL_RANK and LOCAL_WORLD_SIZE (workers only) and the caller's Options::env.
 //
-// A worker on another machine, started by a launcher (srun, mpirun, ssh), has none of
-// these fds; its environment has instead
+// A rank on another machine is two processes. Its agent, on that machine, is started by
+// a launcher (srun, mpirun, ssh, a command template) with none of these fds; its
+// environment has instead
 //   MPIFY_CONNECT=tcp:host:port  the caller's connect-back port
-//   MPIFY_CONNECT_SECRET=<hex>   the call's secret (contract/connect_back.hpp)
+//   MPIFY_CONNECT_SECRET=<hex>   the call's secret (contract/connect_back.hpp); when the
+//                                launcher cannot pass it, the first line of stdin
 //   MPIFY_CONNECT_RANK=k         the rank it proves
-// and it serves the call over the connection it makes (worker/connect_back_worker.hpp).
+// and it starts the rank's worker there as above (worker/remote_agent.hpp). Its stand-in,
+// on the caller's machine, is started as a worker is (fds 0-3 as above, no arguments in
+// shared memory) with
+//   fd 4                         the link to the agent (contract/remote_link.hpp)
+//   MPIFY_STAND_IN=k@host        the rank it stands for, and where it runs
+// and looks to the caller's supervisor exactly like a local worker (worker/stand_in.hpp).
 
 namespace mpify::detail {
 
@@ -41,5 +48,9 @@ constexpr const char* template_env_var = "MPIFY_TEMPLATE_FD";
 /// A remote worker's way back to its caller ("tcp:host:port"), and the rank it proves.
 constexpr const char* connect_env_var = "MPIFY_CONNECT";
 constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";
+
+/// The mark of a remote rank's stand-in ("k@host"), and the fd of its link to the agent.
+constexpr const char* stand_in_env_var = "MPIFY_STAND_IN";
+constexpr int stand_in_link_fd = 4;
 
 }  // namespace mpify::detail

@@ -12,12 +12,13 @@
 
 namespace mpify::detail {
 
-/// What a new worker (or warm template) process is started with; the fds become its
-/// fds 1-4 as contract/process_contract.hpp lays out.
+/// What a new worker (or warm template, or launcher of remote workers) process is started
+/// with; the fds become its fds 0-4 as contract/process_contract.hpp lays out.
 struct LaunchSpec {
     std::string executable;          ///< path passed to execve
     std::vector<std::string> argv;   ///< argv[0] included
     std::vector<std::string> env;    ///< "NAME=value" entries, the whole environment
+    int stdin_fd = -1;               ///< becomes the child's fd 0 (-1: /dev/null)
     int stdout_fd = -1;              ///< becomes the child's fd 1 (-1: inherit the caller's)
     int stderr_fd = -1;              ///< becomes the child's fd 2 (-1: inherit the caller's)
     int channel_fd = -1;             ///< becomes the child's fd 3
@@ -25,6 +26,8 @@ struct LaunchSpec {
     /// PR_SET_PDEATHSIG: SIGKILL when the thread that launched it ends. Off for the warm
     /// template, which lives across calls and ends when its control socket closes.
     bool die_with_caller_thread = true;
+    /// Lead a new process group (a launcher: what it starts is stopped with it).
+    bool own_process_group = false;
     /// When the call gives up (its timeout): a warm template's answer is awaited until
     /// then at most. None: no timeout.
     std::optional<std::chrono::steady_clock::time_point> deadline;

@@ -69,7 +69,9 @@ ConnectBackListener::~ConnectBackListener() = default;
 
 std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int world_size,
                                                    const std::vector<bool>& wanted, Clock::time_point deadline,
-                                                   std::chrono::milliseconds patience) {
+                                                   std::chrono::milliseconds patience,
+                                                   const std::vector<int>& return_when_ready,
+                                                   const std::function<bool()>& give_up) {
     std::map<int, UniqueFd> admitted;
     // Connections still proving themselves; those left when admission ends are closed.
     std::vector<std::unique_ptr<Pending>> pending;
@@ -79,15 +81,20 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
         return true;
     };
     PollSet poll;
-    while (!all_there() && Clock::now() < deadline) {
+    bool told_to_return = false;
+    while (!all_there() && !told_to_return && Clock::now() < deadline) {
         poll.clear();
         poll.add(listener_.get(), POLLIN);
-        Clock::time_point wake = deadline;
+        Clock::time_point wake = give_up ? std::min(deadline, Clock::now() + std::chrono::milliseconds(100)) : deadline;
         for (const auto& p : pending) {
             poll.add(p->fd.get(), POLLIN);
             wake = std::min(wake, p->until);
         }
+        const std::size_t first_watched = poll.size();
+        for (int fd : return_when_ready) poll.add(fd, POLLIN);
         poll.wait(wake);
+        for (std::size_t i = first_watched; i < poll.size(); ++i) told_to_return = told_to_return || poll.revents(i) != 0;
+        told_to_return = told_to_return || (give_up && give_up());
         // The pending ones first, by index as added (the listener is index 0).
         std::vector<std::unique_ptr<Pending>> still;
         for (std::size_t i = 0; i < pending.size(); ++i) {

@@ -12,6 +12,7 @@
 #include "contract/connect_back.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,9 +41,14 @@ public:
     /// connection that fails to prove a rank within `patience` of its arrival, proves a
     /// rank not wanted or already admitted, or sends anything else is closed and noted in
     /// refusals(); the others go on.
+    /// It also returns, with what it has admitted so far, as soon as one of
+    /// `return_when_ready` is readable (a launcher that ended, an interrupt; -1: none) or
+    /// `give_up` (asked at least every 100 ms when given) says so.
     std::map<int, UniqueFd> admit(const CallSecret& secret, int world_size, const std::vector<bool>& wanted,
                                   Clock::time_point deadline,
-                                  std::chrono::milliseconds patience = std::chrono::seconds(5));
+                                  std::chrono::milliseconds patience = std::chrono::seconds(5),
+                                  const std::vector<int>& return_when_ready = {},
+                                  const std::function<bool()>& give_up = {});
 
     /// Why each refused connection was closed, in order ("127.0.0.1: the answer is not
     /// mpify's"). Never holds the secret or a proof.

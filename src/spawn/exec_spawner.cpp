@@ -1,7 +1,7 @@
 #include "spawn/exec_spawner.hpp"
 
 #include "common/posix.hpp"
-#include "worker/child_setup.hpp"
+#include "contract/child_setup.hpp"
 
 #include <mpify/error.hpp>
 
@@ -50,7 +50,7 @@ ChildProcess spawn_by_exec(const LaunchSpec& spec) {
     // error pipe stays usable until then): the caller's sockets, pipes and files stay
     // the caller's.
     ChildSetup setup;
-    setup.sources[0] = devnull.get();
+    setup.sources[0] = spec.stdin_fd >= 0 ? spec.stdin_fd : devnull.get();
     setup.sources[1] = spec.stdout_fd;
     setup.sources[2] = spec.stderr_fd;
     setup.sources[worker_channel_fd] = spec.channel_fd;
@@ -58,6 +58,7 @@ ChildProcess spawn_by_exec(const LaunchSpec& spec) {
     setup.die_with_parent = spec.die_with_caller_thread;
     setup.parent = ::getpid();
     setup.close_others_now = false;
+    setup.own_process_group = spec.own_process_group;
 
     const pid_t pid = ::fork();
     if (pid < 0) throw SpawnError(fmt::format("mpify: fork failed: {}", ::strerror(errno)));

@@ -1,7 +1,7 @@
 #include "spawn/worker_host.hpp"
 
 #include "common/object_locator.hpp"
-#include "worker/init.hpp"
+#include "contract/init_ran.hpp"
 
 #include <mpify/error.hpp>
 

@@ -2,10 +2,14 @@
 
 #include "common/endpoint.hpp"
 #include "common/environment_number.hpp"
+#include "common/poll_set.hpp"
+#include "common/posix.hpp"
 #include "contract/connect_back.hpp"
 #include "contract/process_contract.hpp"
-#include "worker/serve.hpp"
+#include "worker/remote_agent.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -30,16 +34,40 @@ constexpr std::chrono::seconds connect_patience{60};
     ::_exit(70);
 }
 
-// The secret, taken out of the environment at once.
+// A launcher that cannot pass environment variables (ssh) writes the secret as the first
+// line of the agent's stdin: 64 hex digits and a newline, read within this time.
+constexpr std::chrono::seconds stdin_patience{10};
+
+std::string secret_line_from_stdin() {
+    std::string line;
+    const auto deadline = Clock::now() + stdin_patience;
+    PollSet fds;
+    char c = 0;
+    while (line.size() <= 2 * CallSecret::size) {
+        fds.clear();
+        fds.add(STDIN_FILENO, POLLIN);
+        if (fds.wait(deadline) == 0) {
+            if (Clock::now() >= deadline) break;
+            continue;
+        }
+        if (retry_on_eintr([&] { return ::read(STDIN_FILENO, &c, 1); }) != 1 || c == '\n') break;
+        line.push_back(c);
+    }
+    // Nothing else comes that way: what the agent starts reads nothing from the launcher.
+    if (const UniqueFd null = open_dev_null(O_RDONLY); null) ::dup2(null.get(), STDIN_FILENO);
+    return line;
+}
+
+// The secret, taken out of the environment (or stdin) at once.
 std::optional<CallSecret> take_secret() {
     const char* text = std::getenv(connect_secret_env_var);
-    std::optional<CallSecret> secret;
-    try {
-        if (text != nullptr) secret.emplace(CallSecret::from_hex(text));
-    } catch (const std::invalid_argument&) {
-    }
+    const std::string hex = text != nullptr ? std::string(text) : secret_line_from_stdin();
     ::unsetenv(connect_secret_env_var);
-    return secret;
+    try {
+        return CallSecret::from_hex(hex);
+    } catch (const std::invalid_argument&) {
+        return std::nullopt;
+    }
 }
 
 }  // namespace
@@ -53,14 +81,15 @@ void serve_if_connecting() {
     const int rank = static_cast<int>(environment_number(connect_rank_env_var, -1, Malformed::use_fallback,
                                                           "mpify worker", 0, INT_MAX));
     if (rank < 0) give_up(where, rank, std::string(connect_rank_env_var) + " is not a rank");
-    if (!secret) give_up(where, rank, std::string(connect_secret_env_var) + " is missing or not the call's secret");
+    if (!secret)
+        give_up(where, rank, std::string(connect_secret_env_var) + " (or the first line of stdin) is missing or not a call's secret");
     try {
         const Endpoint caller = Endpoint::parse(where, connect_env_var);
         const auto deadline = Clock::now() + connect_patience;
         UniqueFd channel = connect_to(caller, deadline, []() noexcept { return false; }, "the caller's port",
                                       "Is the caller still running, and does this node reach that address?");
         prove_to_caller(channel.get(), *secret, rank, deadline);
-        serve_as_worker(channel.release());
+        run_remote_agent(std::move(channel), where, rank);
     } catch (const std::exception& e) {
         give_up(where, rank, e.what());
     }

@@ -2,8 +2,9 @@
 // into what it was started as, and the queries of a process's place in the current call.
 #include "common/environment_number.hpp"
 #include "worker/connect_back_worker.hpp"
-#include "worker/init.hpp"
+#include "contract/init_ran.hpp"
 #include "worker/serve.hpp"
+#include "worker/stand_in.hpp"
 #include "worker/template_server.hpp"
 
 #include <mpify/process.hpp>
@@ -22,7 +23,8 @@ void init(int /*argc*/, char** /*argv*/) {
     init_called = true;
     detail::serve_if_template();  // in a template, never returns (its workers go on below)
     detail::serve_if_worker();
-    detail::serve_if_connecting();  // a worker on another machine, started by a launcher
+    detail::serve_if_connecting();   // a remote rank's agent, started by a launcher on its machine
+    detail::serve_if_standing_in();  // a remote rank's stand-in, on the caller's machine
 }
 
 bool is_worker() { return detail::is_worker_process(); }

@@ -3,7 +3,7 @@
 #include "common/posix.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/template_protocol.hpp"
-#include "worker/child_setup.hpp"
+#include "contract/child_setup.hpp"
 #include "worker/fork_for_parent.hpp"
 #include "worker/serve.hpp"
 #include "worker/started_by_mpify.hpp"

@@ -187,7 +187,7 @@ struct Collected {
 TEST_CASE("the output relay hands on whole lines, the last one at the stream's end", "[supervisor]") {
     Collected collected;
     CallerStreams caller;
-    OutputRelay relay(collected.options, caller, 4, Stream::err);
+    OutputRelay relay(collected.options, caller, 4, "", Stream::err);
     const std::string bytes = "first\nsec";
     relay.feed(bytes.data(), bytes.size());
     CHECK(collected.lines == std::vector<std::string>{"4:first"});

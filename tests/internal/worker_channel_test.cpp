@@ -3,10 +3,11 @@
 // nor take memory for what the header announced: it exits at once, saying why), one of
 // another mpify version (refused by name), and a library that does not load. And
 // mpify-worker started as a launcher on another machine starts it: it connects back over
-// TCP, proves its rank and serves the call there; with another call's secret it is not
-// admitted and says so without the secret.
+// TCP, proves its rank, starts the rank's worker and relays the call; with another call's
+// secret it is not admitted and says so without the secret.
 #include "contract/connect_back.hpp"
 #include "contract/process_contract.hpp"
+#include "contract/remote_link.hpp"
 #include "spawn/connect_back_listener.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
@@ -166,23 +167,40 @@ std::vector<std::string> way_back(const mpify::detail::ConnectBackListener& list
 
 }  // namespace
 
-TEST_CASE("a worker started with the way back connects to the caller, proves its rank and serves the call there",
+TEST_CASE("an agent started with the way back proves its rank, starts the worker there and relays the call",
           "[wire][worker][connect_back]") {
-    mpify::detail::ConnectBackListener listener("127.0.0.1", 0);
-    const auto secret = mpify::detail::CallSecret::fresh();
-    HandStartedWorker worker = start_worker_by_hand(way_back(listener, secret.hex(), 1));
-    auto admitted = listener.admit(secret, 2, {false, true}, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    namespace d = mpify::detail;
+    d::ConnectBackListener listener("127.0.0.1", 0);
+    const auto secret = d::CallSecret::fresh();
+    HandStartedWorker agent = start_worker_by_hand(way_back(listener, secret.hex(), 1));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto admitted = listener.admit(secret, 2, {false, true}, deadline);
     REQUIRE(admitted.count(1) == 1);
-    worker.channel = admitted[1].get();
-    send_all(worker.channel, mpify::detail::call_frame_head(call_of_anything("0.0.1-elsewhere"), 0));
-    const std::optional<mpify::detail::Frame> reply = mpify::detail::read_frame(worker.channel);
+    const int link = admitted[1].get();
+    const d::LinkMessage hello = d::receive_link_message(link, deadline, "hello");
+    REQUIRE(hello.type == d::LinkType::hello);
+    CHECK(d::decode_hello(hello.payload).mpify_version == MPIFY_VERSION_STRING);
+    d::send_link_message(link, d::LinkType::start, d::encode_start({{"MPIFY_TEST_MARK", "1"}}));
+    REQUIRE(d::receive_link_message(link, deadline, "started").type == d::LinkType::started);
+    // A call of another version: the worker there refuses it by name, and ends.
+    d::send_link_message(link, d::LinkType::channel, d::call_frame_head(call_of_anything("0.0.1-elsewhere"), 0));
+    d::FrameParser frames;
+    std::optional<d::WorkerEnd> end;
+    while (!end) {
+        const d::LinkMessage message = d::receive_link_message(link, deadline, "the worker's answer");
+        if (message.type == d::LinkType::channel) frames.append(message.payload.data(), message.payload.size());
+        if (message.type == d::LinkType::exited) end = d::decode_end(message.payload);
+    }
+    d::Frame reply;
+    REQUIRE(frames.next(reply));
+    REQUIRE(reply.type == d::FrameType::failure);
+    CHECK_THAT(d::decode_failure(reply.payload).what, Catch::Contains("the caller runs mpify 0.0.1-elsewhere"));
+    CHECK(end->exited);
     admitted.clear();
     int status = 0;
-    const std::string said = reap(worker, status);
-    REQUIRE(reply);
-    REQUIRE(reply->type == mpify::detail::FrameType::failure);
-    CHECK_THAT(mpify::detail::decode_failure(reply->payload).what,
-               Catch::Contains("the caller runs mpify 0.0.1-elsewhere"));
+    reap(agent, status);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
     CHECK(listener.refusals().empty());
 }
 

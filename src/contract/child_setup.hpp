@@ -18,6 +18,8 @@ struct ChildSetup {
     /// Close every other fd now (a forked template has no exec to close them), or mark
     /// them close-on-exec (the exec spawner keeps its error pipe usable until exec).
     bool close_others_now = false;
+    /// Lead a new process group (a launcher: what it starts is stopped with it).
+    bool own_process_group = false;
 };
 
 /// Lays out the fds, binds the process to its parent and clears the signal mask.

@@ -1,6 +1,7 @@
 #pragma once
 // Whether mpify::init ran in this process: the program can host its own functions only
 // then (a worker started as /proc/self/exe must reach mpify::init to serve the call).
+// worker/process.cpp records it; spawn/ asks before choosing the program as host.
 
 namespace mpify::detail {
 

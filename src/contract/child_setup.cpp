@@ -1,4 +1,4 @@
-#include "worker/child_setup.hpp"
+#include "contract/child_setup.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -46,6 +46,7 @@ int set_up_worker_child(const ChildSetup& setup) noexcept {
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return errno;
         if (::getppid() != setup.parent) return ESRCH;
     }
+    if (setup.own_process_group && ::setpgid(0, 0) != 0) return errno;
     if (const int e = place_fds(setup.sources, setup.close_others_now)) return e;
     sigset_t none;
     sigemptyset(&none);

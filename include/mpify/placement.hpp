@@ -1,0 +1,65 @@
+#pragma once
+// mpify::Placement: where the ranks of a call run — this machine, or other machines
+// reached through a launcher the user already has.
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace mpify {
+
+/// Where a call's ranks run (Options::placement). The default is this machine.
+///
+/// With a launcher, the caller's own rank (Options::caller_rank) stays on this machine
+/// and every other rank runs on the hosts, `ranks_per_host` on each in turn: with
+/// caller_rank 0 and 2 per host, ranks 1 and 2 on the first host, 3 and 4 on the second.
+/// For each remote rank the launcher starts mpify-worker on its host as that rank's agent:
+/// it connects back to one TCP port of the caller, proves that it belongs to this call
+/// (a fresh 256-bit secret per call, which never appears on a command line), starts the
+/// rank's worker there and relays its channel, its output ("[rank 3@node2] ...") and how
+/// it ended. A rank, host or network that fails stops every rank, as on one machine;
+/// an agent whose caller is gone or silent for 4 s stops its worker.
+///
+/// On every host, mpify-worker must be at `worker_program` and the shared library holding
+/// the function at the same path as here (functions of the program itself are refused:
+/// put them in a library, e.g. with load_source).
+struct Placement {
+    enum class Launcher {
+        /// Workers are started here, as Options::spawner says.
+        this_machine,
+        /// `command` is run here by /bin/sh once per remote rank, with %H replaced by the
+        /// rank's host and %C by the command that starts its agent there (shell-quoted).
+        /// The call's secret is the first line of the command's stdin: the command must
+        /// pass its stdin on (ssh does; so do `ip netns exec`, `docker exec -i`, `srun -n1`).
+        command,
+    };
+    Launcher launcher = Launcher::this_machine;
+
+    /// The machines the remote ranks run on, in order.
+    std::vector<std::string> hosts;
+    /// How many ranks each host takes, in blocks.
+    int ranks_per_host = 1;
+    /// For Launcher::command: the command template (%H host, %C agent's command, %% a %).
+    std::string command;
+    /// The address of this machine that the agents connect back to; empty: this machine's
+    /// address on the route to the first host. A wildcard (0.0.0.0, ::) is refused.
+    std::string caller_address;
+    /// The port the agents connect back to; 0: a free port chosen for each call.
+    int port = 0;
+    /// Where mpify-worker is on the hosts; empty: the same path as on this machine.
+    std::string worker_program;
+    /// How long the agents have to connect back once the launchers started (the call's
+    /// timeout, when shorter, wins).
+    std::chrono::milliseconds start_timeout{60'000};
+
+    /// Ranks started by running `command` (see Launcher::command) for each, on `hosts`.
+    static Placement by_command(std::string command, std::vector<std::string> hosts, int ranks_per_host = 1) {
+        Placement placement;
+        placement.launcher = Launcher::command;
+        placement.command = std::move(command);
+        placement.hosts = std::move(hosts);
+        placement.ranks_per_host = ranks_per_host;
+        return placement;
+    }
+};
+
+}  // namespace mpify

@@ -1,0 +1,214 @@
+#include "contract/remote_link.hpp"
+
+#include "common/byte_codec.hpp"
+#include "common/poll_set.hpp"
+#include "common/posix.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <system_error>
+
+namespace mpify::detail {
+namespace {
+
+using Reader = ByteReader<std::runtime_error>;
+
+// Environment variables a start message may carry at most: more than any call sets.
+constexpr std::size_t most_variables = 4096;
+
+bool known_type(std::uint8_t type) {
+    return type >= static_cast<std::uint8_t>(LinkType::hello) && type <= static_cast<std::uint8_t>(LinkType::alive);
+}
+
+}  // namespace
+
+std::string link_message(LinkType type, std::string_view payload) {
+    ByteWriter out;
+    out.u8(static_cast<std::uint8_t>(type));
+    out.u32(static_cast<std::uint32_t>(payload.size()));
+    std::string message = out.take();
+    message.append(payload.data(), payload.size());
+    return message;
+}
+
+void LinkReader::append(const char* data, std::size_t size) {
+    buffer_.append(data, size);
+    std::size_t used = 0;
+    while (buffer_.size() - used >= link_header_size) {
+        Reader header(std::string_view(buffer_).substr(used, link_header_size), "a message of a remote rank's link");
+        const std::uint8_t type = header.u8("its type");
+        const std::uint32_t size_announced = header.u32("its size");
+        if (!known_type(type)) throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
+        if (size_announced > max_link_payload)
+            throw std::runtime_error(fmt::format("a link message announces {} bytes, more than the {} allowed",
+                                                 size_announced, max_link_payload));
+        if (buffer_.size() - used - link_header_size < size_announced) break;
+        ready_.push_back({static_cast<LinkType>(type), buffer_.substr(used + link_header_size, size_announced)});
+        used += link_header_size + size_announced;
+    }
+    buffer_.erase(0, used);
+}
+
+bool LinkReader::next(LinkMessage& message) {
+    if (ready_.empty()) return false;
+    message = std::move(ready_.front());
+    ready_.pop_front();
+    return true;
+}
+
+bool LinkReader::read_available(int fd, const std::function<void(LinkMessage&)>& take) {
+    char buffer[64 * 1024];
+    for (;;) {
+        const ReadResult got = read_some(fd, buffer, sizeof buffer);
+        if (got.kind == ReadResult::would_block) return true;
+        if (got.kind != ReadResult::bytes) return false;
+        append(buffer, got.size);
+        LinkMessage message;
+        while (next(message)) take(message);
+    }
+}
+
+void LinkQueue::push(LinkType type, std::string_view payload) {
+    do {
+        const std::string_view piece = payload.substr(0, max_link_payload);
+        bytes_ += link_message(type, piece);
+        payload.remove_prefix(piece.size());
+    } while (!payload.empty());
+}
+
+bool LinkQueue::flush(int fd) {
+    while (sent_ < bytes_.size()) {
+        const ssize_t n = retry_on_eintr(
+            [&] { return ::send(fd, bytes_.data() + sent_, bytes_.size() - sent_, MSG_NOSIGNAL | MSG_DONTWAIT); });
+        if (n > 0) {
+            sent_ += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        bytes_.clear();
+        sent_ = 0;
+        return false;
+    }
+    if (sent_ == bytes_.size()) {
+        bytes_.clear();
+        sent_ = 0;
+    } else if (sent_ > (std::size_t(1) << 20)) {  // let go of what went, now and then
+        bytes_.erase(0, sent_);
+        sent_ = 0;
+    }
+    return true;
+}
+
+std::string encode_hello(const AgentHello& hello) {
+    ByteWriter out;
+    out.str(hello.mpify_version);  // first, so that any version reads it
+    out.str(hello.host);
+    out.i64(hello.pid);
+    return out.take();
+}
+
+AgentHello decode_hello(std::string_view payload) {
+    Reader in(payload, "a remote rank's hello");
+    AgentHello hello;
+    hello.mpify_version = in.str("its mpify version");
+    hello.host = in.str("its host name");
+    hello.pid = in.i64("its pid");
+    in.expect_end();
+    return hello;
+}
+
+std::string encode_start(const std::map<std::string, std::string>& variables) {
+    ByteWriter out;
+    out.u32(static_cast<std::uint32_t>(variables.size()));
+    for (const auto& [name, value] : variables) {
+        out.str(name);
+        out.str(value);
+    }
+    return out.take();
+}
+
+std::map<std::string, std::string> decode_start(std::string_view payload) {
+    Reader in(payload, "a remote rank's start");
+    std::map<std::string, std::string> variables;
+    const std::size_t count = in.count("environment variables", 8, most_variables);
+    for (std::size_t i = 0; i < count; ++i) {
+        std::string name = in.str("a variable's name");
+        variables[std::move(name)] = in.str("a variable's value");
+    }
+    in.expect_end();
+    return variables;
+}
+
+std::string encode_end(const WorkerEnd& end) {
+    ByteWriter out;
+    out.u8(end.exited ? 1 : 0);
+    out.i64(end.status);
+    return out.take();
+}
+
+WorkerEnd decode_end(std::string_view payload) {
+    Reader in(payload, "a remote worker's end");
+    WorkerEnd end;
+    end.exited = in.u8("how it ended") != 0;
+    end.status = static_cast<int>(in.i64("its status"));
+    in.expect_end();
+    return end;
+}
+
+std::string encode_number(std::int64_t value) {
+    ByteWriter out;
+    out.i64(value);
+    return out.take();
+}
+
+std::int64_t decode_number(std::string_view payload, const char* what) {
+    Reader in(payload, what);
+    const std::int64_t value = in.i64(what);
+    in.expect_end();
+    return value;
+}
+
+void send_link_message(int fd, LinkType type, std::string_view payload) {
+    const std::string message = link_message(type, payload);
+    write_all(fd, message.data(), message.size(), "mpify: the link to a remote rank");
+}
+
+namespace {
+
+// Reads exactly `size` bytes into `out` by `deadline`.
+void receive_exactly(int fd, char* out, std::size_t size, Clock::time_point deadline, const char* waiting_for) {
+    PollSet fds;
+    std::size_t got = 0;
+    while (got < size) {
+        fds.clear();
+        fds.add(fd, POLLIN);
+        if (fds.wait(deadline) == 0) {
+            if (Clock::now() < deadline) continue;  // a signal woke the wait
+            throw std::runtime_error(fmt::format("no answer in time, waiting for {}", waiting_for));
+        }
+        const ssize_t n = retry_on_eintr([&] { return ::recv(fd, out + got, size - got, MSG_DONTWAIT); });
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (n < 0) throw std::system_error(errno, std::generic_category(), fmt::format("waiting for {}", waiting_for));
+        if (n == 0) throw std::runtime_error(fmt::format("the connection closed, waiting for {}", waiting_for));
+        got += static_cast<std::size_t>(n);
+    }
+}
+
+}  // namespace
+
+LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for) {
+    char header[link_header_size];
+    receive_exactly(fd, header, sizeof header, deadline, waiting_for);
+    LinkReader reader;
+    reader.append(header, sizeof header);  // checks the type and the size
+    Reader sizes(std::string_view(header, sizeof header), "a link message's header");
+    sizes.u8("its type");
+    std::string payload(sizes.u32("its size"), '\0');
+    receive_exactly(fd, payload.data(), payload.size(), deadline, waiting_for);
+    return {static_cast<LinkType>(static_cast<unsigned char>(header[0])), std::move(payload)};
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,119 @@
+#pragma once
+// What a remote rank's agent (worker/remote_agent.hpp, on the rank's machine) and the
+// rank's stand-in (worker/stand_in.hpp, on the caller's machine) say to each other over
+// the connection the agent made back to the caller, once contract/connect_back's
+// handshake has proved both ends.
+//
+//   message = type (1 byte) | payload size (u32, little-endian) | payload
+//
+// No payload exceeds max_link_payload: the call's frames and the worker's output travel
+// as many messages, so neither end ever holds more than one message it has not asked for.
+//
+//   agent -> caller   hello    the agent's mpify version, host name and pid
+//   caller -> agent   start    the environment variables of the call for the worker
+//   agent -> caller   started  the worker's pid on its machine; or
+//                     refused  why the worker could not start
+//   both ways         channel  bytes of the worker's channel (wire/frames.hpp)
+//   agent -> caller   out, err bytes the worker wrote to its stdout, stderr
+//   agent -> caller   exited   how the worker ended (exit code, or signal); the last message
+//   caller -> agent   signal   a signal for the worker (the caller stopping it)
+//   both ways         alive    every link_beat: silence for link_silence_limit means
+//                              the other end, its machine or the network between is gone
+//
+// Numbers are little-endian (common/byte_codec.hpp): the two machines need not agree on
+// byte order, only on the mpify version, which hello carries first.
+#include "common/clock.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace mpify::detail {
+
+enum class LinkType : std::uint8_t {
+    hello = 1, start, started, refused, channel, out, err, exited, signal, alive,
+};
+constexpr std::size_t link_header_size = 5;
+/// The largest payload of one message.
+constexpr std::size_t max_link_payload = std::size_t(1) << 20;
+/// How often each end says it is alive, and how long a silence means it is gone.
+constexpr std::chrono::milliseconds link_beat{1000};
+constexpr std::chrono::milliseconds link_silence_limit{4000};
+
+struct LinkMessage {
+    LinkType type{};
+    std::string payload;
+};
+
+/// One message as it travels.
+std::string link_message(LinkType type, std::string_view payload);
+
+/// Reassembles messages from bytes arriving in pieces. append() throws
+/// std::runtime_error on an unknown type or a payload over max_link_payload.
+class LinkReader {
+public:
+    void append(const char* data, std::size_t size);
+    /// Takes the next complete message, if there is one.
+    bool next(LinkMessage& message);
+    /// Reads what the non-blocking `fd` holds now and hands each whole message to `take`.
+    /// False once the connection has ended. Throws as append() does, and what `take` throws.
+    bool read_available(int fd, const std::function<void(LinkMessage&)>& take);
+
+private:
+    std::string buffer_;  // bytes of messages not yet complete
+    std::deque<LinkMessage> ready_;
+};
+
+/// Messages waiting for a non-blocking socket to take them.
+class LinkQueue {
+public:
+    /// Queues `payload` as messages of `type`, split at max_link_payload.
+    void push(LinkType type, std::string_view payload);
+    /// Writes what the fd takes now. False when the peer is gone (the rest is dropped).
+    bool flush(int fd);
+    bool empty() const { return bytes_.empty(); }
+    std::size_t size() const { return bytes_.size(); }
+
+private:
+    std::string bytes_;  // queued messages, whole; the front may be partly sent
+    std::size_t sent_ = 0;
+};
+
+struct AgentHello {
+    std::string mpify_version;
+    std::string host;
+    std::int64_t pid = 0;
+};
+std::string encode_hello(const AgentHello& hello);
+AgentHello decode_hello(std::string_view payload);
+
+/// start: the variables the call sets for this worker (LOCAL_RANK, Options::env, ...),
+/// on top of the environment the launcher gave the agent.
+std::string encode_start(const std::map<std::string, std::string>& variables);
+std::map<std::string, std::string> decode_start(std::string_view payload);
+
+/// exited: how the worker ended, as waitid said.
+struct WorkerEnd {
+    bool exited = true;  ///< true: `status` is its exit code; false: the signal that ended it
+    int status = 0;
+};
+std::string encode_end(const WorkerEnd& end);
+WorkerEnd decode_end(std::string_view payload);
+
+/// A 4-byte number (started's pid, signal's signal).
+std::string encode_number(std::int64_t value);
+std::int64_t decode_number(std::string_view payload, const char* what);
+
+/// Blocking helpers for the conversation before the call runs. receive_link_message
+/// reads one message and not a byte more (what follows is the relay's), waiting until
+/// `deadline`; it throws std::runtime_error naming `waiting_for` when the deadline passes,
+/// when the connection ends, or on a malformed message.
+void send_link_message(int fd, LinkType type, std::string_view payload);
+LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for);
+
+}  // namespace mpify::detail

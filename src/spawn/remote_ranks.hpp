@@ -1,0 +1,73 @@
+#pragma once
+// The ranks of one call that run on other machines (Options::placement), on the caller's
+// side: their agents started through the launcher, admitted on the caller's port
+// (spawn/connect_back_listener.hpp) and checked (same mpify), and for each a stand-in here
+// (worker/stand_in.hpp) that the call's supervisor watches as it watches a local worker.
+//
+// The launchers are children of the caller. They end when their agents do (after their
+// workers); whatever is still running when this object goes is stopped: SIGTERM to the
+// launcher's process group, SIGKILL after a grace. An agent outlives nothing: its worker
+// dies with it, and it ends its worker when its link to the caller ends or falls silent.
+#include "common/clock.hpp"
+#include "contract/connect_back.hpp"
+#include "spawn/connect_back_listener.hpp"
+#include "spawn/start_worker.hpp"
+
+#include <mpify/options.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// What the admission watches besides the port: an interrupt of the call.
+struct InterruptSignal {
+    int fd = -1;                     ///< readable once interrupted (-1: none; then `check` is polled)
+    std::function<bool()> check;     ///< true once interrupted
+};
+
+class RemoteRanks {
+public:
+    /// Starts an agent for each of `ranks` (the call's ranks placed remotely, in order)
+    /// through `placement`'s launcher and waits until each has connected back and said
+    /// hello, or `deadline` (the sooner of the call's and Placement::start_timeout).
+    /// Throws UsageError for a placement that cannot work, SpawnError naming the launcher's
+    /// command and its last lines when one ends first or a rank does not come in time
+    /// (and the refused connections, if any), Interrupted when `interrupt` comes first.
+    RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
+                std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt);
+    ~RemoteRanks();
+    RemoteRanks(const RemoteRanks&) = delete;
+    RemoteRanks& operator=(const RemoteRanks&) = delete;
+
+    /// Has `rank`'s agent start its worker with `variables` (the call's, on top of the
+    /// agent's environment), and starts the rank's stand-in here with its output as
+    /// `relay` says. Throws SpawnError when the worker cannot start there.
+    StartedWorker start(int rank, const std::map<std::string, std::string>& variables, Relay relay,
+                        std::optional<Clock::time_point> deadline);
+
+    /// The host `rank` runs on, as its agent named it.
+    const std::string& host(int rank) const;
+
+private:
+    struct Launched;
+    struct Rank;
+    void launch(const Placement& placement, int rank, const std::string& host);
+    void admit(int world_size, Clock::time_point deadline, const InterruptSignal& interrupt);
+    void greet(Rank& rank, Clock::time_point deadline);
+    [[noreturn]] void launcher_failed(const Launched& launched, const std::string& what);
+    /// Gives the launchers `farewell` to end, then stops them and what they started.
+    void stop_launchers(std::chrono::milliseconds farewell) noexcept;
+
+    std::optional<ConnectBackListener> listener_;  // closed once every agent is in
+    CallSecret secret_;
+    std::string worker_program_;
+    std::vector<std::unique_ptr<Launched>> launched_;
+    std::map<int, Rank> ranks_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,238 @@
+#include "worker/remote_agent.hpp"
+
+#include "common/environment_list.hpp"
+#include "common/poll_set.hpp"
+#include "common/posix.hpp"
+#include "contract/process_contract.hpp"
+#include "contract/remote_link.hpp"
+#include "spawn/start_worker.hpp"
+
+#include <mpify/version.hpp>
+
+#include <limits.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <string>
+
+namespace mpify::detail {
+namespace {
+
+// How long the caller has to say how to start the worker once the agent said hello.
+constexpr std::chrono::seconds start_patience{30};
+// Output and channel bytes queued for the link beyond which the worker's pipes wait.
+constexpr std::size_t most_queued = std::size_t(8) << 20;
+// How long the worker's last output and its end may take to leave once it has ended.
+constexpr std::chrono::seconds farewell_patience{10};
+
+std::string host_name() {
+    char name[HOST_NAME_MAX + 1] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "?";
+    return name;
+}
+
+std::string own_executable() {
+    char path[PATH_MAX + 1] = {};
+    const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) throw std::runtime_error("cannot find its own program (/proc/self/exe)");
+    return std::string(path, static_cast<std::size_t>(n));
+}
+
+[[noreturn]] void link_failed(const std::string& caller, int rank, const std::string& why) {
+    std::fprintf(stderr, "mpify agent (rank %d): the link to its caller at %s failed: %s\n", rank, caller.c_str(),
+                 why.c_str());
+    std::fflush(stderr);
+    ::_exit(70);
+}
+
+// One remote rank's relay between its worker (a child of this process) and the link.
+class Agent {
+public:
+    Agent(UniqueFd link, StartedWorker worker) : link_(std::move(link)), worker_(std::move(worker)) {
+        for (const UniqueFd* fd : {&link_, &worker_.channel, &worker_.out, &worker_.err})
+            if (*fd) set_blocking(fd->get(), false);
+        last_heard_ = Clock::now();
+        next_beat_ = last_heard_ + link_beat;
+    }
+
+    // Relays until the worker has ended and its end is told, or the link is gone. Returns
+    // why the link failed, or "" when all went well.
+    std::string run() {
+        while (!ended_) {
+            if (const std::string failure = relay_once(); !failure.empty()) {
+                kill_and_reap(worker_.process.pid, worker_.process.pidfd.get());
+                return failure;
+            }
+        }
+        return say_farewell();
+    }
+
+private:
+    std::string relay_once() {
+        const bool room = to_link_.size() < most_queued;
+        PollSet& fds = poll_set_;
+        fds.clear();
+        fds.add(link_.get(), POLLIN | (to_link_.empty() ? 0 : POLLOUT));
+        fds.add(worker_.process.pidfd.get(), POLLIN);
+        fds.add(worker_.channel ? worker_.channel.get() : -1,
+                (room ? POLLIN : 0) | (to_channel_.empty() ? 0 : POLLOUT));
+        fds.add(worker_.out && room ? worker_.out.get() : -1, POLLIN);
+        fds.add(worker_.err && room ? worker_.err.get() : -1, POLLIN);
+        fds.wait(sooner(next_beat_, last_heard_ + link_silence_limit));
+
+        if (fds.revents(0) & (POLLIN | POLLHUP | POLLERR))
+            if (std::string failure = read_link(); !failure.empty()) return failure;
+        if (fds.revents(2) & POLLOUT) write_channel();
+        if (fds.revents(2) & (POLLIN | POLLHUP | POLLERR)) forward(worker_.channel, LinkType::channel);
+        if (fds.revents(3)) forward(worker_.out, LinkType::out);
+        if (fds.revents(4)) forward(worker_.err, LinkType::err);
+        if (fds.revents(1)) reap();
+
+        const Clock::time_point now = Clock::now();
+        if (now - last_heard_ >= link_silence_limit)
+            return fmt::format("nothing came from the caller for {} s", link_silence_limit.count() / 1000);
+        if (now >= next_beat_) {
+            to_link_.push(LinkType::alive, {});
+            next_beat_ = now + link_beat;
+        }
+        if (!to_link_.flush(link_.get())) return "the caller closed the connection";
+        return {};
+    }
+
+    std::string read_link() {
+        try {
+            if (!reader_.read_available(link_.get(), [this](LinkMessage& message) { take(message); }))
+                return "the caller closed the connection";
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        last_heard_ = Clock::now();
+        return {};
+    }
+
+    void take(LinkMessage& message) {
+        switch (message.type) {
+            case LinkType::channel: to_channel_ += message.payload; break;
+            case LinkType::signal: {
+                const auto signal = decode_number(message.payload, "a signal for the worker");
+                if (signal > 0 && signal < NSIG && !reaped_)
+                    signal_child(worker_.process.pidfd.get(), worker_.process.pid, static_cast<int>(signal));
+                break;
+            }
+            case LinkType::alive: break;
+            default:
+                throw std::runtime_error(
+                    fmt::format("the caller sent a message of type {} mid-call", static_cast<int>(message.type)));
+        }
+    }
+
+    void write_channel() {
+        while (worker_.channel && !to_channel_.empty()) {
+            const ssize_t n = retry_on_eintr([&] {
+                return ::send(worker_.channel.get(), to_channel_.data(), to_channel_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            });
+            if (n > 0) {
+                to_channel_.erase(0, static_cast<std::size_t>(n));
+                continue;
+            }
+            if (n < 0 && errno == EAGAIN) return;
+            to_channel_.clear();  // the worker is gone: its end tells what happened
+        }
+    }
+
+    // Moves what `fd` holds now to the link as `type` messages; closes it at its end.
+    void forward(UniqueFd& fd, LinkType type) {
+        char buffer[64 * 1024];
+        while (fd) {
+            const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
+            if (got.kind == ReadResult::would_block) return;
+            if (got.kind != ReadResult::bytes) {
+                fd.reset();
+                return;
+            }
+            to_link_.push(type, std::string_view(buffer, got.size));
+            if (to_link_.size() >= most_queued && !reaped_) return;
+        }
+    }
+
+    void reap() {
+        siginfo_t info{};
+        if (!wait_for_child(worker_.process.pid, &info)) info.si_code = CLD_KILLED, info.si_status = SIGKILL;
+        reaped_ = true;
+        // What the worker wrote before it ended is in its pipes: all of it goes first.
+        forward(worker_.channel, LinkType::channel);
+        forward(worker_.out, LinkType::out);
+        forward(worker_.err, LinkType::err);
+        to_link_.push(LinkType::exited, encode_end({info.si_code == CLD_EXITED, info.si_status}));
+        ended_ = true;
+    }
+
+    std::string say_farewell() {
+        const Clock::time_point deadline = Clock::now() + farewell_patience;
+        PollSet fds;
+        while (!to_link_.empty()) {
+            fds.clear();
+            fds.add(link_.get(), POLLOUT);
+            if (fds.wait(deadline) == 0 && Clock::now() >= deadline) return "the caller took no more bytes";
+            if (!to_link_.flush(link_.get())) return "the caller closed the connection";
+        }
+        return {};
+    }
+
+    UniqueFd link_;
+    StartedWorker worker_;
+    LinkReader reader_;
+    LinkQueue to_link_;
+    std::string to_channel_;
+    PollSet poll_set_;
+    Clock::time_point last_heard_, next_beat_;
+    bool reaped_ = false, ended_ = false;
+};
+
+// Says hello, takes the call's variables and starts the worker with them.
+StartedWorker start_rank_worker(int link, int rank) {
+    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, host_name(), ::getpid()}));
+    const LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
+    if (start.type != LinkType::start)
+        throw std::runtime_error(fmt::format("the caller sent type {} instead of start", static_cast<int>(start.type)));
+    std::map<std::string, std::string> variables = decode_start(start.payload);
+    variables[worker_env_var] = std::to_string(worker_channel_fd);
+    WorkerHost host;
+    host.executable = own_executable();
+    host.argv = {"mpify-worker", fmt::format("(rank {})", rank)};
+    try {
+        StartedWorker worker = start_worker(Spawner::exec, host, Relay::lines, environment_with(variables), -1,
+                                            std::nullopt);
+        send_link_message(link, LinkType::started, encode_number(worker.process.pid));
+        return worker;
+    } catch (const std::exception& e) {
+        send_link_message(link, LinkType::refused, fmt::format("on {}: {}", host_name(), e.what()));
+        throw;
+    }
+}
+
+}  // namespace
+
+void run_remote_agent(UniqueFd link, const std::string& caller, int rank) {
+    // A caller gone mid-write must be an error to read, not a signal that ends the agent
+    // before it has stopped the worker.
+    ::signal(SIGPIPE, SIG_IGN);
+    std::string failure;
+    try {
+        StartedWorker worker = start_rank_worker(link.get(), rank);
+        failure = Agent(std::move(link), std::move(worker)).run();
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    if (!failure.empty()) link_failed(caller, rank, failure);
+    std::fflush(nullptr);
+    ::_exit(0);
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,217 @@
+// Ranks on other machines (Options::placement) through the command launcher. Here the
+// "machines" are this one: the command template is "%C", so /bin/sh starts each rank's
+// agent right here, which exercises all but the network between machines — the
+// connect-back port, the handshake, the agents and their workers, the stand-ins, the
+// relayed output, failures, timeouts, interrupts and what is left afterwards.
+// (tests/machines/ runs ranks across network namespaces.) The spawner does not matter
+// to remote ranks, hence [once].
+#include "functions.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+mpify::Options on_this_host(int hosts, int per_host) {
+    mpify::Options options;
+    options.placement = mpify::Placement::by_command("%C", std::vector<std::string>(hosts, "localhost"), per_host);
+    return options;
+}
+
+std::string host_name() {
+    char name[HOST_NAME_MAX + 1] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// The pids the remote workers printed with hang_on_workers' marker line, by rank.
+struct PrintedPids {
+    std::mutex lock;
+    std::vector<pid_t> pids;
+    void take(const std::string& line) {
+        if (line.rfind("pid ", 0) != 0) return;
+        const std::lock_guard<std::mutex> hold(lock);
+        pids.push_back(static_cast<pid_t>(std::stol(line.substr(4))));
+    }
+};
+
+// The parent of `pid` (its agent, for a remote worker), from /proc.
+pid_t parent_of(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t parent = -1;
+    rest >> state >> parent;
+    return parent;
+}
+
+}  // namespace
+
+TEST_CASE("ranks placed through a command launcher return their results by rank, their lines tagged with the host",
+          "[remote][once]") {
+    mpify::Options options = on_this_host(2, 1);
+    const std::vector<mpify_test::Report> reports =
+        mpify::ranch(options, 3, in_library::report_args, std::string("a"), 2, std::string("c"));
+    REQUIRE(reports.size() == 3);
+    for (int rank = 1; rank < 3; ++rank) {
+        CHECK(reports[rank].local_rank == rank);
+        CHECK(reports[rank].pid != ::getpid());
+        CHECK(reports[rank].args == std::vector<std::string>{"a", "2", "c"});
+    }
+
+    std::ostringstream out, err;
+    auto* old_out = std::cout.rdbuf(out.rdbuf());
+    auto* old_err = std::cerr.rdbuf(err.rdbuf());
+    try {
+        mpify::ranch(options, 3, in_library::print_lines, 2);
+    } catch (...) {
+        std::cout.rdbuf(old_out);
+        std::cerr.rdbuf(old_err);
+        throw;
+    }
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old_err);
+    const std::string tag = "[rank 2@" + host_name() + "] ";
+    CHECK_THAT(out.str(), Catch::Contains(tag + "line 1 of rank 2\n"));
+    CHECK_THAT(out.str(), Catch::Contains(tag + "no newline at the end\n"));
+    CHECK_THAT(err.str(), Catch::Contains(tag + "an error line\n"));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("two ranks per host, and no caller rank: every rank is remote", "[remote][once]") {
+    mpify::Options options = on_this_host(2, 2);
+    options.caller_rank = std::nullopt;
+    CHECK(mpify::ranch(options, 4, in_library::add, 1, 2) == std::vector<int>{3, 4, 5, 6});  // a + b + rank
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a remote rank that throws or crashes fails the call naming its rank, its host and its last lines",
+          "[remote][once]") {
+    mpify::Options options = on_this_host(2, 1);
+    mpify_test::let_crashes_through(options);
+    options.relay = mpify::Relay::discard;
+    try {
+        mpify::ranch(options, 3, in_library::throw_on, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE_FALSE(e.failures().empty());
+        CHECK(e.failures()[0].rank == 2);
+        CHECK(e.failures()[0].host == host_name());
+        CHECK_THAT(e.what(), Catch::Contains("rank 2 on " + host_name() + " threw"));
+    }
+    try {
+        mpify::ranch(options, 3, in_library::crash_on, 1, std::string("segv"));
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE_FALSE(e.failures().empty());
+        const mpify::RankFailure& failure = e.failures()[0];
+        CHECK(failure.rank == 1);
+        CHECK(failure.kind == mpify::RankFailure::Kind::signaled);
+        CHECK(failure.signal == SIGSEGV);
+        REQUIRE_FALSE(failure.stderr_tail.empty());
+        CHECK_THAT(failure.stderr_tail.front(), Catch::Contains("rank 1 is about to segv"));
+    }
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is left", "[remote][once]") {
+    auto printed = std::make_shared<PrintedPids>();
+    mpify::Options options = on_this_host(2, 1);
+    options.caller_rank = std::nullopt;
+    options.timeout = std::chrono::milliseconds(3000);
+    options.on_output = [printed](int, mpify::Stream, const std::string& line) { printed->take(line); };
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        mpify::ranch(options, 2, in_library::hang_on_workers, 1);
+        FAIL("ranch returned");
+    } catch (const mpify::TimeoutError& e) {
+        CHECK(e.failures().size() == 2);
+        CHECK_THAT(e.what(), Catch::Contains("rank 1 on " + host_name() + " timed out"));
+    }
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(8));
+    REQUIRE(printed->pids.size() == 2);
+    for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
+
+    auto interrupted_pids = std::make_shared<PrintedPids>();
+    auto done = std::make_shared<std::atomic<int>>(0);
+    options.timeout = std::chrono::milliseconds(0);
+    options.on_output = [interrupted_pids, done](int, mpify::Stream, const std::string& line) {
+        interrupted_pids->take(line);
+        if (line.rfind("pid ", 0) == 0 && done->fetch_add(1) == 1) mpify::request_interrupt();
+    };
+    try {
+        mpify::ranch(options, 2, in_library::hang_on_workers, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::Interrupted&) {
+    }
+    REQUIRE(interrupted_pids->pids.size() == 2);
+    for (pid_t pid : interrupted_pids->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a remote rank whose agent is killed is an error naming the rank and host, and the call ends",
+          "[remote][once]") {
+    auto printed = std::make_shared<PrintedPids>();
+    auto killed = std::make_shared<std::atomic<bool>>(false);
+    mpify::Options options = on_this_host(2, 1);
+    options.caller_rank = std::nullopt;
+    options.on_output = [printed, killed](int rank, mpify::Stream, const std::string& line) {
+        printed->take(line);
+        if (rank == 1 && line.rfind("pid ", 0) == 0 && !killed->exchange(true))
+            ::kill(parent_of(static_cast<pid_t>(std::stol(line.substr(4)))), SIGKILL);  // rank 1's agent
+    };
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        mpify::ranch(options, 2, in_library::hang_on_workers, 3);
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE_FALSE(e.failures().empty());
+        CHECK(e.failures()[0].rank == 1);
+        CHECK_THAT(e.what(), Catch::Contains("lost rank 1@" + host_name()));
+    }
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+    for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a launcher that fails is an error with its command and its output, and placements that cannot work are "
+          "usage errors",
+          "[remote][once]") {
+    mpify::Options options = on_this_host(1, 1);
+    options.placement.command = "echo no such machine >&2; exit 255 # %C";
+    try {
+        mpify::ranch(options, 2, in_library::add, 1, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::SpawnError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("the launcher of rank 1 on localhost ended before its agent connected "
+                                             "back (exit code 255)"));
+        CHECK_THAT(e.what(), Catch::Contains("no such machine"));
+    }
+    options.placement.command = "%C";
+    options.placement.hosts = {};
+    CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2),
+                      Catch::Contains("Placement::hosts needs 1 hosts; it has 0"));
+    options.placement.hosts = {"localhost"};
+    options.placement.command = "ssh %H";
+    CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("has no %C"));
+    options.placement.command = "%C";
+    CHECK_THROWS_AS(mpify::ranch(options, 2, in_program::add, 1, 2), mpify::UsageError);
+    CHECK(mpify_test::has_no_children());
+}
