@@ -17,7 +17,7 @@ namespace mpify {
 /// (a fresh 256-bit secret per call, which never appears on a command line), starts the
 /// rank's worker there and relays its channel, its output ("[rank 3@node2] ...") and how
 /// it ended. A rank, host or network that fails stops every rank, as on one machine;
-/// an agent whose caller is gone or silent for 4 s stops its worker.
+/// an agent whose caller is gone or silent for 3 s stops its worker.
 ///
 /// On every host, mpify-worker must be at `worker_program` and the shared library holding
 /// the function at the same path as here (functions of the program itself are refused:

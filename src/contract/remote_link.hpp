@@ -43,7 +43,7 @@ constexpr std::size_t link_header_size = 5;
 constexpr std::size_t max_link_payload = std::size_t(1) << 20;
 /// How often each end says it is alive, and how long a silence means it is gone.
 constexpr std::chrono::milliseconds link_beat{1000};
-constexpr std::chrono::milliseconds link_silence_limit{4000};
+constexpr std::chrono::milliseconds link_silence_limit{3000};
 
 struct LinkMessage {
     LinkType type{};

@@ -28,7 +28,7 @@ namespace {
 constexpr std::size_t launcher_tail_bytes = 2048;
 // How long launchers have to end by themselves once the call is over, before SIGTERM;
 // and after SIGTERM, before SIGKILL.
-constexpr std::chrono::milliseconds launcher_farewell{2000};
+constexpr std::chrono::milliseconds launcher_farewell{1000};
 constexpr std::chrono::milliseconds launcher_grace{1000};
 
 // One word for /bin/sh, quoted so that it stays one word whatever it holds.

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""One caller, ranks on another machine: the caller runs in network namespace a, its
+remote ranks in namespace b, started by the command template "ip netns exec <b> %C"; the
+agents connect back over the veth link to the caller's address on the route to b (no
+loopback between them). The ranks return their results by rank and their lines come back
+tagged with the host; a link cut mid-call is a clear error within 5 s; a caller killed
+mid-call leaves nothing running on b; nothing is left listening anywhere.
+
+  remote_ranks_test.py --caller build/bin/mpify_test_remote_caller
+
+Needs root (ip netns); exits 77 (ctest: skipped) where namespaces cannot be made."""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from checks import check, verdict
+from netns import TwoHosts, ip
+
+SKIPPED = 77
+
+
+def start(hosts, caller, mode, timeout_ms, per_host=2):
+    template = f"ip netns exec {hosts.names['b']} %C"
+    return subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, mode, template, str(per_host),
+                             str(timeout_ms), hosts.addresses["b"]],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process, within):
+    try:
+        out, _ = process.communicate(timeout=within)
+        return out, process.returncode
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+        return out, None
+
+
+def wait_for_markers(process, count, within):
+    deadline = time.monotonic() + within
+    seen, markers = "", 0
+    while markers < count and time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen += line
+        markers += "marker" in line
+    return markers == count, seen
+
+
+def nothing_left_on_b(hosts, what, within=5):
+    deadline = time.monotonic() + within
+    while hosts.pids("b") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(not hosts.pids("b"), f"{what}: no process left on b", str(hosts.pids("b")))
+    for host in "ab":
+        check(not hosts.listeners(host), f"{what}: nothing listens on {host}", str(hosts.listeners(host)))
+
+
+def run_cases(hosts, caller):
+    # Results by rank and tagged lines: 2 ranks on b, the caller's rank 0 on a.
+    out, status = finish(start(hosts, caller, "report", 60000), 120)
+    check(status == 0 and "rank 1: pid" in out and "rank 2: pid" in out and "done" in out,
+          "two ranks on b return their results to the caller on a", out)
+    check("@" in out and "] line 0 of rank 2" in out and "[rank 1@" in out,
+          "the remote ranks' lines come back tagged [rank k@host]", out)
+    nothing_left_on_b(hosts, "after the call")
+
+    # The link cut mid-call: the caller names the lost ranks within 5 s.
+    caller_process = start(hosts, caller, "hang", 0)
+    running, seen = wait_for_markers(caller_process, 2, 60)
+    check(running, "both remote workers run (before the link is cut)", seen)
+    cut_at = time.monotonic()
+    ip("-n", hosts.names["b"], "link", "set", hosts.links["b"], "down")
+    out, status = finish(caller_process, 10)
+    elapsed = time.monotonic() - cut_at
+    check(status == 1 and "lost rank" in out and "nothing came from it" in out and elapsed < 6,
+          f"a cut link is an error naming the lost rank within 5 s ({elapsed:.1f} s)", seen + out)
+    nothing_left_on_b(hosts, "after the cut link")
+    ip("-n", hosts.names["b"], "link", "set", hosts.links["b"], "up")
+
+    # The caller killed mid-call: the agents on b stop their workers and end.
+    caller_process = start(hosts, caller, "hang", 0)
+    running, seen = wait_for_markers(caller_process, 2, 60)
+    check(running, "both remote workers run (before the caller is killed)", seen)
+    for pid in hosts.pids("a"):
+        os.kill(pid, signal.SIGKILL)
+    finish(caller_process, 10)
+    nothing_left_on_b(hosts, "after the caller was killed")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--caller", required=True)
+    args = parser.parse_args()
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        print("SKIPPED: network namespaces need root and iproute2 (ip netns)")
+        return SKIPPED
+    try:
+        hosts = TwoHosts().__enter__()
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f"SKIPPED: cannot make two network namespaces here: {e}")
+        return SKIPPED
+    try:
+        run_cases(hosts, args.caller)
+    finally:
+        hosts.__exit__(None, None, None)
+    check(hosts.gone(), "the namespaces are gone")
+    return verdict()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
