@@ -220,7 +220,11 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     WorkerHost stand_in;
     stand_in.executable = find_mpify_worker();
     stand_in.argv = {"mpify-worker", fmt::format("(stand-in of rank {}@{})", rank, state.host)};
-    std::map<std::string, std::string> marked{{stand_in_env_var, fmt::format("{}@{}", rank, state.host)}};
+    // The call's variables hold for the stand-in too (a sanitizer's options, say), but it
+    // is no worker: it is marked as the stand-in it is.
+    std::map<std::string, std::string> marked = variables;
+    marked.erase(worker_env_var);
+    marked[stand_in_env_var] = fmt::format("{}@{}", rank, state.host);
     StartedWorker started = start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(),
                                          deadline);
     state.link.reset();  // the stand-in holds it now

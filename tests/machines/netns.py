@@ -4,6 +4,10 @@ import os
 import signal
 import subprocess
 
+from checks import check, verdict
+
+SKIPPED = 77
+
 
 def ip(*args, check_status=True):
     result = subprocess.run(["ip", *args], capture_output=True, text=True)
@@ -79,3 +83,33 @@ class TwoHosts:
         timeout = [] if timeout_ms is None else [str(timeout_ms)]
         return subprocess.Popen(["ip", "netns", "exec", self.names[host], caller, mode, str(n), *timeout],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run_on_two_hosts(run_cases):
+    """Runs run_cases(hosts) on fresh namespaces and removes them; the exit status (77:
+    skipped, where namespaces cannot be made)."""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        print("SKIPPED: network namespaces need root and iproute2 (ip netns)")
+        return SKIPPED
+    try:
+        hosts = TwoHosts().__enter__()
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f"SKIPPED: cannot make two network namespaces here: {e}")
+        return SKIPPED
+    try:
+        run_cases(hosts)
+    finally:
+        hosts.__exit__(None, None, None)
+    check(hosts.gone(), "the namespaces are gone")
+    return verdict()
+
+
+def finish(process, within):
+    """Its output and exit status, or (output, None) when it did not end within `within` s."""
+    try:
+        out, _ = process.communicate(timeout=within)
+        return out, process.returncode
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+        return out, None

@@ -16,10 +16,8 @@ import subprocess
 import sys
 import time
 
-from checks import check, verdict
-from netns import TwoHosts, ip
-
-SKIPPED = 77
+from checks import check
+from netns import finish, ip, run_on_two_hosts
 
 
 def start(hosts, caller, mode, timeout_ms, per_host=2):
@@ -27,16 +25,6 @@ def start(hosts, caller, mode, timeout_ms, per_host=2):
     return subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, mode, template, str(per_host),
                              str(timeout_ms), hosts.addresses["b"]],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def finish(process, within):
-    try:
-        out, _ = process.communicate(timeout=within)
-        return out, process.returncode
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-        return out, None
 
 
 def wait_for_markers(process, count, within):
@@ -96,20 +84,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
     args = parser.parse_args()
-    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        print("SKIPPED: network namespaces need root and iproute2 (ip netns)")
-        return SKIPPED
-    try:
-        hosts = TwoHosts().__enter__()
-    except (RuntimeError, FileNotFoundError) as e:
-        print(f"SKIPPED: cannot make two network namespaces here: {e}")
-        return SKIPPED
-    try:
-        run_cases(hosts, args.caller)
-    finally:
-        hosts.__exit__(None, None, None)
-    check(hosts.gone(), "the namespaces are gone")
-    return verdict()
+    return run_on_two_hosts(lambda hosts: run_cases(hosts, args.caller))
 
 
 if __name__ == "__main__":

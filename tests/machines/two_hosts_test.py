@@ -10,26 +10,11 @@ with nothing left running or listening.
 
 Needs root (ip netns); exits 77 (ctest: skipped) where namespaces cannot be made."""
 import argparse
-import os
-import subprocess
 import sys
 import time
 
-from checks import check, verdict
-from netns import TwoHosts
-
-SKIPPED = 77
-
-
-def finish(process, within):
-    """Its output and exit status, or (output, None) when it did not end within `within` s."""
-    try:
-        out, _ = process.communicate(timeout=within)
-        return out, process.returncode
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-        return out, None
+from checks import check
+from netns import finish, run_on_two_hosts
 
 
 def read_until(process, text, within):
@@ -56,20 +41,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
     args = parser.parse_args()
-    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        print("SKIPPED: network namespaces need root and iproute2 (ip netns)")
-        return SKIPPED
-    try:
-        hosts = TwoHosts().__enter__()
-    except (RuntimeError, FileNotFoundError) as e:
-        print(f"SKIPPED: cannot make two network namespaces here: {e}")
-        return SKIPPED
-    try:
-        run_cases(hosts, args.caller)
-    finally:
-        hosts.__exit__(None, None, None)
-    check(hosts.gone(), "the namespaces are gone")
-    return verdict()
+    return run_on_two_hosts(lambda hosts: run_cases(hosts, args.caller))
 
 
 def run_cases(hosts, caller):
