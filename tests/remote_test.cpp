@@ -76,11 +76,13 @@ TEST_CASE("ranks placed through a command launcher return their results by rank,
         CHECK(reports[rank].args == std::vector<std::string>{"a", "2", "c"});
     }
 
+    // Only workers, so that only mpify's thread writes into the captured streams.
+    options.caller_rank = std::nullopt;
     std::ostringstream out, err;
     auto* old_out = std::cout.rdbuf(out.rdbuf());
     auto* old_err = std::cerr.rdbuf(err.rdbuf());
     try {
-        mpify::ranch(options, 3, in_library::print_lines, 2);
+        mpify::ranch(options, 2, in_library::print_lines, 2);
     } catch (...) {
         std::cout.rdbuf(old_out);
         std::cerr.rdbuf(old_err);
@@ -88,8 +90,8 @@ TEST_CASE("ranks placed through a command launcher return their results by rank,
     }
     std::cout.rdbuf(old_out);
     std::cerr.rdbuf(old_err);
-    const std::string tag = "[rank 2@" + host_name() + "] ";
-    CHECK_THAT(out.str(), Catch::Contains(tag + "line 1 of rank 2\n"));
+    const std::string tag = "[rank 1@" + host_name() + "] ";
+    CHECK_THAT(out.str(), Catch::Contains(tag + "line 1 of rank 1\n"));
     CHECK_THAT(out.str(), Catch::Contains(tag + "no newline at the end\n"));
     CHECK_THAT(err.str(), Catch::Contains(tag + "an error line\n"));
     CHECK(mpify_test::has_no_children());
@@ -135,8 +137,13 @@ TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is l
     auto printed = std::make_shared<PrintedPids>();
     mpify::Options options = on_this_host(2, 1);
     options.caller_rank = std::nullopt;
-    // Room for the remote workers to start and print, even under a sanitizer.
-    options.timeout = std::chrono::milliseconds(6000);
+    // Room for the remote workers to start and print: twice what a whole call takes here
+    // (seconds under a sanitizer), and 2 s more.
+    const auto call_began = std::chrono::steady_clock::now();
+    REQUIRE(mpify::ranch(options, 2, in_library::add, 1, 2).size() == 2);
+    options.timeout = 2 * std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                call_began) +
+                      std::chrono::milliseconds(2000);
     options.on_output = [printed](int, mpify::Stream, const std::string& line) { printed->take(line); };
     const auto started = std::chrono::steady_clock::now();
     try {
@@ -146,7 +153,7 @@ TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is l
         CHECK(e.failures().size() == 2);
         CHECK_THAT(e.what(), Catch::Contains("rank 1 on " + host_name() + " timed out"));
     }
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(12));
+    CHECK(std::chrono::steady_clock::now() - started < options.timeout + std::chrono::seconds(6));
     REQUIRE(printed->pids.size() == 2);
     for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
 
