@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -48,19 +47,6 @@ struct PrintedPids {
         pids.push_back(static_cast<pid_t>(std::stol(line.substr(4))));
     }
 };
-
-// The parent of `pid` (its agent, for a remote worker), from /proc.
-pid_t parent_of(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) return -1;
-    std::istringstream rest(text.substr(close + 2));
-    char state = 0;
-    pid_t parent = -1;
-    rest >> state >> parent;
-    return parent;
-}
 
 }  // namespace
 
@@ -183,7 +169,7 @@ TEST_CASE("a remote rank whose agent is killed is an error naming the rank and h
     options.on_output = [printed, killed](int rank, mpify::Stream, const std::string& line) {
         printed->take(line);
         if (rank == 1 && line.rfind("pid ", 0) == 0 && !killed->exchange(true))
-            ::kill(parent_of(static_cast<pid_t>(std::stol(line.substr(4)))), SIGKILL);  // rank 1's agent
+            ::kill(mpify_test::parent_of(static_cast<pid_t>(std::stol(line.substr(4)))), SIGKILL);  // its agent
     };
     const auto started = std::chrono::steady_clock::now();
     try {

@@ -41,18 +41,23 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
+pid_t parent_of(pid_t pid) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto after_name = stat.rfind(')');  // the command may hold spaces and parentheses
+    if (after_name == std::string::npos) return -1;
+    char state = 0;
+    int parent = -1;
+    if (std::sscanf(stat.c_str() + after_name + 1, " %c %d", &state, &parent) != 2) return -1;
+    return static_cast<pid_t>(parent);
+}
+
 std::vector<pid_t> children(pid_t parent) {
     std::vector<pid_t> found;
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
         const std::string name = entry.path().filename();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        const std::string stat = read_file("/proc/" + name + "/stat");
-        const auto after_name = stat.rfind(')');  // the command may hold spaces and parentheses
-        if (after_name == std::string::npos) continue;
-        char state = 0;
-        int parent_found = 0;
-        if (std::sscanf(stat.c_str() + after_name + 1, " %c %d", &state, &parent_found) == 2 && parent_found == parent)
-            found.push_back(static_cast<pid_t>(std::stoi(name)));
+        const auto pid = static_cast<pid_t>(std::stoi(name));
+        if (parent_of(pid) == parent) found.push_back(pid);
     }
     return found;
 }

@@ -27,6 +27,9 @@ void warm_up(mpify::Options options, int n, Function function, const Args&... ar
     mpify::ranch(options, n, function, args...);
 }
 
+/// The parent of process `pid`, from /proc; -1 when it is gone.
+pid_t parent_of(pid_t pid);
+
 /// The children of `parent`, zombies included.
 std::vector<pid_t> children(pid_t parent);
 

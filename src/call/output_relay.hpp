@@ -1,7 +1,8 @@
 #pragma once
 // Splits a worker's output stream into lines and hands each line on: to the caller's
-// stdout / stderr with a "[rank k] " prefix ("[rank k@host] " for a rank on another machine) (through CallerStreams, which never blocks),
-// or to Options::on_output. Keeps the last lines of stderr for crash reports.
+// stdout / stderr with a "[rank k] " prefix, "[rank k@host] " for a rank on another
+// machine (through CallerStreams, which never blocks), or to Options::on_output. Keeps
+// the last lines of stderr for crash reports.
 #include "call/caller_streams.hpp"
 
 #include <mpify/options.hpp>

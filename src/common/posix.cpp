@@ -1,6 +1,7 @@
 #include "common/posix.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -74,6 +75,36 @@ void write_all(int fd, const char* data, std::size_t size, const char* what) {
     }
 }
 
+bool OutgoingBytes::flush(int fd) {
+    while (sent_ < bytes_.size()) {
+        const char* data = bytes_.data() + sent_;
+        const std::size_t size = bytes_.size() - sent_;
+        const ssize_t n = retry_on_eintr([&] {
+            return socket_ ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size);
+        });
+        if (n < 0 && socket_ && errno == ENOTSOCK) {
+            socket_ = false;
+            continue;
+        }
+        if (n > 0) {
+            sent_ += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        bytes_.clear();
+        sent_ = 0;
+        return false;
+    }
+    if (sent_ == bytes_.size()) {
+        bytes_.clear();
+        sent_ = 0;
+    } else if (sent_ > (std::size_t(1) << 20)) {  // let go of what went, now and then
+        bytes_.erase(0, sent_);
+        sent_ = 0;
+    }
+    return true;
+}
+
 bool read_exact(int fd, char* data, std::size_t size, const char* what) {
     std::size_t done = 0;
     while (done < size) {
@@ -104,6 +135,12 @@ void signal_child(int pidfd, pid_t pid, int signal) noexcept {
 void kill_and_reap(pid_t pid, int pidfd) noexcept {
     signal_child(pidfd, pid, SIGKILL);
     wait_for_child(pid);
+}
+
+std::string this_host_name() {
+    char name[HOST_NAME_MAX + 1] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "?";
+    return name;
 }
 
 std::string signal_description(int signal) {

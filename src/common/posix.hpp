@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpify::detail {
@@ -67,6 +68,25 @@ ReadResult read_some(int fd, char* data, std::size_t size) noexcept;
 /// Makes reads and writes on `fd` wait (`blocking`) or return at once with EAGAIN.
 void set_blocking(int fd, bool blocking) noexcept;
 
+/// Bytes waiting for a non-blocking fd (a socket or a pipe) to take them: a poll loop
+/// appends, and flushes when the fd is writable. Sockets are written with MSG_NOSIGNAL;
+/// a pipe whose reader is gone raises SIGPIPE unless the process ignores it.
+class OutgoingBytes {
+public:
+    void append(std::string_view bytes) { bytes_.append(bytes.data(), bytes.size()); }
+    /// Writes what `fd` takes now (a blocking fd: all of it). False once the fd fails (its
+    /// reader is gone): what waited is dropped.
+    bool flush(int fd);
+    bool empty() const { return sent_ == bytes_.size(); }
+    /// Bytes still waiting.
+    std::size_t size() const { return bytes_.size() - sent_; }
+
+private:
+    std::string bytes_;     // the front, up to sent_, is already written
+    std::size_t sent_ = 0;
+    bool socket_ = true;    // until the kernel says otherwise
+};
+
 /// Writes all `size` bytes (blocking fd), retrying on EINTR and short writes. Sockets
 /// are written with MSG_NOSIGNAL: a peer that is gone is an EPIPE error, never SIGPIPE.
 /// Throws std::system_error with `what` as its context.
@@ -88,6 +108,10 @@ void signal_child(int pidfd, pid_t pid, int signal) noexcept;
 /// Sends SIGKILL to a child of this process (through `pidfd` when given, as
 /// signal_child) and waits until it is reaped.
 void kill_and_reap(pid_t pid, int pidfd = -1) noexcept;
+
+/// This machine's host name, for messages and for the machines of a group ("?" when
+/// it has none).
+std::string this_host_name();
 
 /// "SIGSEGV (Segmentation fault)", or "signal 77" for a number without a name.
 std::string signal_description(int signal);

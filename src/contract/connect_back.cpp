@@ -1,7 +1,7 @@
 #include "contract/connect_back.hpp"
 
 #include "common/byte_codec.hpp"
-#include "common/poll_set.hpp"
+#include "common/exact_read.hpp"
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
@@ -62,23 +62,15 @@ bool same_proof(const std::string& a, const std::string& b) {
 // Exactly `size` bytes by `deadline`; HandshakeRefused naming `what` otherwise.
 std::string read_by(int fd, std::size_t size, Clock::time_point deadline, const char* what) {
     std::string bytes(size, '\0');
-    std::size_t have = 0;
-    PollSet poll;
-    while (have < size) {
-        poll.clear();
-        poll.add(fd, POLLIN);
-        if (poll.wait(deadline) == 0) {
-            if (Clock::now() >= deadline)
-                throw HandshakeRefused(std::string("no complete ") + what + " in time (" + std::to_string(have) +
-                                       " of " + std::to_string(size) + " bytes)");
-            continue;  // a signal woke the wait
-        }
-        const ReadResult got = read_some(fd, bytes.data() + have, size - have);
-        if (got.kind == ReadResult::bytes) have += got.size;
-        else if (got.kind == ReadResult::end_of_file || (got.kind == ReadResult::error && got.error_number == ECONNRESET))
-            throw HandshakeRefused(std::string("the connection closed during the ") + what);
-        else if (got.kind == ReadResult::error)
-            throw HandshakeRefused(std::string("reading the ") + what + " failed: " + std::strerror(got.error_number));
+    const ExactRead read = read_exact_until(fd, bytes.data(), size, deadline);
+    switch (read.kind) {
+        case ExactRead::complete: break;
+        case ExactRead::timed_out:
+            throw HandshakeRefused(std::string("no complete ") + what + " in time (" + std::to_string(read.have) +
+                                   " of " + std::to_string(size) + " bytes)");
+        case ExactRead::end_of_file: throw HandshakeRefused(std::string("the connection closed during the ") + what);
+        case ExactRead::failed:
+            throw HandshakeRefused(std::string("reading the ") + what + " failed: " + std::strerror(read.error_number));
     }
     return bytes;
 }

@@ -1,12 +1,9 @@
 #include "contract/remote_link.hpp"
 
 #include "common/byte_codec.hpp"
-#include "common/poll_set.hpp"
+#include "common/exact_read.hpp"
 #include "common/posix.hpp"
 
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <system_error>
@@ -19,8 +16,39 @@ using Reader = ByteReader<std::runtime_error>;
 // Environment variables a start message may carry at most: more than any call sets.
 constexpr std::size_t most_variables = 4096;
 
-bool known_type(std::uint8_t type) {
-    return type >= static_cast<std::uint8_t>(LinkType::hello) && type <= static_cast<std::uint8_t>(LinkType::alive);
+struct LinkHeader {
+    LinkType type;
+    std::uint32_t payload_size;
+};
+
+// Reads a message's header (link_header_size bytes) and checks it: a known type and a
+// payload within max_link_payload. Throws std::runtime_error saying what is wrong.
+LinkHeader checked_header(std::string_view bytes) {
+    Reader header(bytes, "a message of a remote rank's link");
+    const std::uint8_t type = header.u8("its type");
+    const std::uint32_t size = header.u32("its size");
+    if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::alive))
+        throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
+    if (size > max_link_payload)
+        throw std::runtime_error(
+            fmt::format("a link message announces {} bytes, more than the {} allowed", size, max_link_payload));
+    return {static_cast<LinkType>(type), size};
+}
+
+// Reads exactly `size` bytes into `out` by `deadline`, or throws std::runtime_error
+// naming what it was `waiting_for`.
+void receive_exactly(int fd, char* out, std::size_t size, Clock::time_point deadline, const char* waiting_for) {
+    const ExactRead read = read_exact_until(fd, out, size, deadline);
+    switch (read.kind) {
+        case ExactRead::complete: return;
+        case ExactRead::timed_out:
+            throw std::runtime_error(fmt::format("no answer in time, waiting for {}", waiting_for));
+        case ExactRead::end_of_file:
+            throw std::runtime_error(fmt::format("the connection closed, waiting for {}", waiting_for));
+        case ExactRead::failed:
+            throw std::system_error(read.error_number, std::generic_category(),
+                                    fmt::format("waiting for {}", waiting_for));
+    }
 }
 
 }  // namespace
@@ -38,16 +66,10 @@ void LinkReader::append(const char* data, std::size_t size) {
     buffer_.append(data, size);
     std::size_t used = 0;
     while (buffer_.size() - used >= link_header_size) {
-        Reader header(std::string_view(buffer_).substr(used, link_header_size), "a message of a remote rank's link");
-        const std::uint8_t type = header.u8("its type");
-        const std::uint32_t size_announced = header.u32("its size");
-        if (!known_type(type)) throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
-        if (size_announced > max_link_payload)
-            throw std::runtime_error(fmt::format("a link message announces {} bytes, more than the {} allowed",
-                                                 size_announced, max_link_payload));
-        if (buffer_.size() - used - link_header_size < size_announced) break;
-        ready_.push_back({static_cast<LinkType>(type), buffer_.substr(used + link_header_size, size_announced)});
-        used += link_header_size + size_announced;
+        const LinkHeader header = checked_header(std::string_view(buffer_).substr(used, link_header_size));
+        if (buffer_.size() - used - link_header_size < header.payload_size) break;
+        ready_.push_back({header.type, buffer_.substr(used + link_header_size, header.payload_size)});
+        used += link_header_size + header.payload_size;
     }
     buffer_.erase(0, used);
 }
@@ -74,32 +96,9 @@ bool LinkReader::read_available(int fd, const std::function<void(LinkMessage&)>&
 void LinkQueue::push(LinkType type, std::string_view payload) {
     do {
         const std::string_view piece = payload.substr(0, max_link_payload);
-        bytes_ += link_message(type, piece);
+        bytes_.append(link_message(type, piece));
         payload.remove_prefix(piece.size());
     } while (!payload.empty());
-}
-
-bool LinkQueue::flush(int fd) {
-    while (sent_ < bytes_.size()) {
-        const ssize_t n = retry_on_eintr(
-            [&] { return ::send(fd, bytes_.data() + sent_, bytes_.size() - sent_, MSG_NOSIGNAL | MSG_DONTWAIT); });
-        if (n > 0) {
-            sent_ += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        bytes_.clear();
-        sent_ = 0;
-        return false;
-    }
-    if (sent_ == bytes_.size()) {
-        bytes_.clear();
-        sent_ = 0;
-    } else if (sent_ > (std::size_t(1) << 20)) {  // let go of what went, now and then
-        bytes_.erase(0, sent_);
-        sent_ = 0;
-    }
-    return true;
 }
 
 std::string encode_hello(const AgentHello& hello) {
@@ -176,39 +175,13 @@ void send_link_message(int fd, LinkType type, std::string_view payload) {
     write_all(fd, message.data(), message.size(), "mpify: the link to a remote rank");
 }
 
-namespace {
-
-// Reads exactly `size` bytes into `out` by `deadline`.
-void receive_exactly(int fd, char* out, std::size_t size, Clock::time_point deadline, const char* waiting_for) {
-    PollSet fds;
-    std::size_t got = 0;
-    while (got < size) {
-        fds.clear();
-        fds.add(fd, POLLIN);
-        if (fds.wait(deadline) == 0) {
-            if (Clock::now() < deadline) continue;  // a signal woke the wait
-            throw std::runtime_error(fmt::format("no answer in time, waiting for {}", waiting_for));
-        }
-        const ssize_t n = retry_on_eintr([&] { return ::recv(fd, out + got, size - got, MSG_DONTWAIT); });
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-        if (n < 0) throw std::system_error(errno, std::generic_category(), fmt::format("waiting for {}", waiting_for));
-        if (n == 0) throw std::runtime_error(fmt::format("the connection closed, waiting for {}", waiting_for));
-        got += static_cast<std::size_t>(n);
-    }
-}
-
-}  // namespace
-
 LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for) {
-    char header[link_header_size];
-    receive_exactly(fd, header, sizeof header, deadline, waiting_for);
-    LinkReader reader;
-    reader.append(header, sizeof header);  // checks the type and the size
-    Reader sizes(std::string_view(header, sizeof header), "a link message's header");
-    sizes.u8("its type");
-    std::string payload(sizes.u32("its size"), '\0');
-    receive_exactly(fd, payload.data(), payload.size(), deadline, waiting_for);
-    return {static_cast<LinkType>(static_cast<unsigned char>(header[0])), std::move(payload)};
+    char header_bytes[link_header_size];
+    receive_exactly(fd, header_bytes, sizeof header_bytes, deadline, waiting_for);
+    const LinkHeader header = checked_header(std::string_view(header_bytes, sizeof header_bytes));
+    LinkMessage message{header.type, std::string(header.payload_size, '\0')};
+    receive_exactly(fd, message.payload.data(), message.payload.size(), deadline, waiting_for);
+    return message;
 }
 
 }  // namespace mpify::detail

@@ -23,7 +23,9 @@
 // Numbers are little-endian (common/byte_codec.hpp): the two machines need not agree on
 // byte order, only on the mpify version, which hello carries first.
 #include "common/clock.hpp"
+#include "common/posix.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -75,13 +77,35 @@ public:
     /// Queues `payload` as messages of `type`, split at max_link_payload.
     void push(LinkType type, std::string_view payload);
     /// Writes what the fd takes now. False when the peer is gone (the rest is dropped).
-    bool flush(int fd);
+    bool flush(int fd) { return bytes_.flush(fd); }
     bool empty() const { return bytes_.empty(); }
     std::size_t size() const { return bytes_.size(); }
 
 private:
-    std::string bytes_;  // queued messages, whole; the front may be partly sent
-    std::size_t sent_ = 0;
+    OutgoingBytes bytes_;  // queued messages, whole; the front may be partly sent
+};
+
+/// One end's part in the link's heartbeat: when it last heard the other end, and when it
+/// says next that it is alive.
+class LinkHeartbeat {
+public:
+    LinkHeartbeat() : last_heard_(Clock::now()), next_beat_(last_heard_ + link_beat) {}
+    /// Something came from the other end (or this end was not listening, and the other's
+    /// silence meanwhile does not count).
+    void heard(Clock::time_point now) { last_heard_ = now; }
+    /// When the poll loop must wake: the next beat, or the end of the silence allowed.
+    Clock::time_point wake_at() const { return std::min(next_beat_, last_heard_ + link_silence_limit); }
+    /// True once the other end has been silent for link_silence_limit.
+    bool silent(Clock::time_point now) const { return now - last_heard_ >= link_silence_limit; }
+    /// Queues an alive message when one is due.
+    void beat(LinkQueue& queue, Clock::time_point now) {
+        if (now < next_beat_) return;
+        queue.push(LinkType::alive, {});
+        next_beat_ = now + link_beat;
+    }
+
+private:
+    Clock::time_point last_heard_, next_beat_;
 };
 
 struct AgentHello {
@@ -105,7 +129,7 @@ struct WorkerEnd {
 std::string encode_end(const WorkerEnd& end);
 WorkerEnd decode_end(std::string_view payload);
 
-/// A 4-byte number (started's pid, signal's signal).
+/// An 8-byte number (started's pid, signal's signal).
 std::string encode_number(std::int64_t value);
 std::int64_t decode_number(std::string_view payload, const char* what);
 

@@ -1,5 +1,6 @@
 // in_ddp's part in the caller: the rendezvous store that every rank's DdpGuard meets at,
 // and, when the group spans machines, this machine's place in it.
+#include "common/posix.hpp"
 #include "ddp/ddp_settings.hpp"
 #include "ddp/rendezvous.hpp"
 #include "store/client.hpp"
@@ -30,7 +31,7 @@ public:
         : base_(base_rank) {
         const std::string call = std::to_string(next_call_number(endpoint.text()));
         connect_to_this_call(endpoint, call, options.timeout);
-        const std::string host = store::this_host_name();
+        const std::string host = this_host_name();
         store_->introduce(base_, n, host);
         try {
             agree(host, n, world);

@@ -93,7 +93,8 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
         const std::size_t first_watched = poll.size();
         for (int fd : return_when_ready) poll.add(fd, POLLIN);
         poll.wait(wake);
-        for (std::size_t i = first_watched; i < poll.size(); ++i) told_to_return = told_to_return || poll.revents(i) != 0;
+        for (std::size_t i = first_watched; i < poll.size(); ++i)
+            told_to_return = told_to_return || poll.revents(i) != 0;
         told_to_return = told_to_return || (give_up && give_up());
         // The pending ones first, by index as added (the listener is index 0).
         std::vector<std::unique_ptr<Pending>> still;

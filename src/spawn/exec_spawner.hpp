@@ -4,9 +4,9 @@
 
 namespace mpify::detail {
 
-/// Starts the child: its stdin is /dev/null unless `spec` gives one, fds 1-4 are as `spec` gives them, every
-/// other fd is closed at exec, its signal mask is cleared and (unless told otherwise) it
-/// gets SIGKILL when the calling thread dies. Returns once exec has succeeded; throws
+/// Starts the child: fds 0-4 are as `spec` gives them (stdin /dev/null unless given),
+/// every other fd is closed at exec, its signal mask is cleared and (unless told
+/// otherwise) it gets SIGKILL when the calling thread dies. Returns once exec has succeeded; throws
 /// SpawnError (naming the executable and errno) if it did not.
 ChildProcess spawn_by_exec(const LaunchSpec& spec);
 

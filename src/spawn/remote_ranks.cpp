@@ -46,13 +46,13 @@ std::string filled_template(const std::string& pattern, const std::string& host,
             out += pattern[i];
             continue;
         }
-        const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
-        if (next == 'H') out += shell_quoted(host);
-        else if (next == 'C') out += command;
-        else if (next == '%') out += '%';
+        const std::string next = pattern.substr(i + 1, 1);  // "" at the end
+        if (next == "H") out += shell_quoted(host);
+        else if (next == "C") out += command;
+        else if (next == "%") out += '%';
         else
             throw UsageError(fmt::format("mpify: Placement::command '{}' has '%{}'; it may hold %H (the host), %C "
-                                         "(the agent's command) and %% (a %)", pattern, next == '\0' ? "" : std::string(1, next)));
+                                         "(the agent's command) and %% (a %)", pattern, next));
         ++i;
     }
     return out;
@@ -67,8 +67,8 @@ void check_placement(const Placement& placement, std::size_t remote_ranks) {
     if (placement.ranks_per_host < 1)
         throw UsageError(fmt::format("mpify: Placement::ranks_per_host is {}; it must be at least 1",
                                      placement.ranks_per_host));
-    const std::size_t hosts_needed =
-        (remote_ranks + static_cast<std::size_t>(placement.ranks_per_host) - 1) / static_cast<std::size_t>(placement.ranks_per_host);
+    const auto per_host = static_cast<std::size_t>(placement.ranks_per_host);
+    const std::size_t hosts_needed = (remote_ranks + per_host - 1) / per_host;
     if (placement.hosts.size() < hosts_needed)
         throw UsageError(fmt::format("mpify: {} ranks run on other machines, {} per host, so Placement::hosts needs {} "
                                      "hosts; it has {}", remote_ranks, placement.ranks_per_host, hosts_needed,
@@ -116,7 +116,8 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
     const std::string address =
         placement.caller_address.empty() ? local_address_toward(placement.hosts.front()) : placement.caller_address;
     listener_.emplace(address, placement.port);
-    worker_program_ = placement.worker_program.empty() ? find_mpify_worker() : placement.worker_program;
+    local_worker_program_ = find_mpify_worker();
+    worker_program_ = placement.worker_program.empty() ? local_worker_program_ : placement.worker_program;
     const Clock::time_point deadline = sooner(call_deadline, Clock::now() + placement.start_timeout).value();
     try {
         for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -218,7 +219,7 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     }
     if (!why.empty()) throw SpawnError(fmt::format("mpify: rank {} cannot start on {}: {}", rank, state.host, why));
     WorkerHost stand_in;
-    stand_in.executable = find_mpify_worker();
+    stand_in.executable = local_worker_program_;
     stand_in.argv = {"mpify-worker", fmt::format("(stand-in of rank {}@{})", rank, state.host)};
     // The call's variables hold for the stand-in too (a sanitizer's options, say), but it
     // is no worker: it is marked as the stand-in it is.

@@ -65,7 +65,8 @@ private:
 
     std::optional<ConnectBackListener> listener_;  // closed once every agent is in
     CallSecret secret_;
-    std::string worker_program_;
+    std::string local_worker_program_;  // mpify-worker here: the stand-ins
+    std::string worker_program_;        // mpify-worker on the hosts: the agents
     std::vector<std::unique_ptr<Launched>> launched_;
     std::map<int, Rank> ranks_;
 };

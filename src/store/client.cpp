@@ -47,12 +47,6 @@ Wait wait_for(int fd, short events, Clock::time_point deadline, InterruptCheck i
 std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
 std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
-std::string this_host_name() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return "?";
-    return name;
-}
-
 Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted)
     : c10d::Store(timeout), endpoint_(std::move(endpoint)), interrupted_(interrupted) {
     fd_ = connect_to(endpoint_, Clock::now() + bounded(timeout), interrupted_);

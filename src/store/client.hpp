@@ -56,9 +56,6 @@ private:
     bool left_ = false;
 };
 
-/// This machine's name, for the store's members and for messages.
-std::string this_host_name();
-
 /// A store value as text, and text as a store value (c10d's stores hold bytes).
 std::string as_string(const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> as_bytes(const std::string& text);

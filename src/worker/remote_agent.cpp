@@ -9,9 +9,7 @@
 
 #include <mpify/version.hpp>
 
-#include <limits.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,19 +29,6 @@ constexpr std::size_t most_queued = std::size_t(8) << 20;
 // How long the worker's last output and its end may take to leave once it has ended.
 constexpr std::chrono::seconds farewell_patience{10};
 
-std::string host_name() {
-    char name[HOST_NAME_MAX + 1] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return "?";
-    return name;
-}
-
-std::string own_executable() {
-    char path[PATH_MAX + 1] = {};
-    const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0) throw std::runtime_error("cannot find its own program (/proc/self/exe)");
-    return std::string(path, static_cast<std::size_t>(n));
-}
-
 [[noreturn]] void link_failed(const std::string& caller, int rank, const std::string& why) {
     std::fprintf(stderr, "mpify agent (rank %d): the link to its caller at %s failed: %s\n", rank, caller.c_str(),
                  why.c_str());
@@ -57,8 +42,6 @@ public:
     Agent(UniqueFd link, StartedWorker worker) : link_(std::move(link)), worker_(std::move(worker)) {
         for (const UniqueFd* fd : {&link_, &worker_.channel, &worker_.out, &worker_.err})
             if (*fd) set_blocking(fd->get(), false);
-        last_heard_ = Clock::now();
-        next_beat_ = last_heard_ + link_beat;
     }
 
     // Relays until the worker has ended and its end is told, or the link is gone. Returns
@@ -84,23 +67,21 @@ private:
                 (room ? POLLIN : 0) | (to_channel_.empty() ? 0 : POLLOUT));
         fds.add(worker_.out && room ? worker_.out.get() : -1, POLLIN);
         fds.add(worker_.err && room ? worker_.err.get() : -1, POLLIN);
-        fds.wait(sooner(next_beat_, last_heard_ + link_silence_limit));
+        fds.wait(heartbeat_.wake_at());
 
         if (fds.revents(0) & (POLLIN | POLLHUP | POLLERR))
             if (std::string failure = read_link(); !failure.empty()) return failure;
-        if (fds.revents(2) & POLLOUT) write_channel();
+        // A worker gone drops what waited for it: its end tells what happened.
+        if (fds.revents(2) & POLLOUT) to_channel_.flush(worker_.channel.get());
         if (fds.revents(2) & (POLLIN | POLLHUP | POLLERR)) forward(worker_.channel, LinkType::channel);
         if (fds.revents(3)) forward(worker_.out, LinkType::out);
         if (fds.revents(4)) forward(worker_.err, LinkType::err);
         if (fds.revents(1)) reap();
 
         const Clock::time_point now = Clock::now();
-        if (now - last_heard_ >= link_silence_limit)
+        if (heartbeat_.silent(now))
             return fmt::format("nothing came from the caller for {} s", link_silence_limit.count() / 1000);
-        if (now >= next_beat_) {
-            to_link_.push(LinkType::alive, {});
-            next_beat_ = now + link_beat;
-        }
+        heartbeat_.beat(to_link_, now);
         if (!to_link_.flush(link_.get())) return "the caller closed the connection";
         return {};
     }
@@ -112,13 +93,13 @@ private:
         } catch (const std::exception& e) {
             return e.what();
         }
-        last_heard_ = Clock::now();
+        heartbeat_.heard(Clock::now());
         return {};
     }
 
     void take(LinkMessage& message) {
         switch (message.type) {
-            case LinkType::channel: to_channel_ += message.payload; break;
+            case LinkType::channel: to_channel_.append(message.payload); break;
             case LinkType::signal: {
                 const auto signal = decode_number(message.payload, "a signal for the worker");
                 if (signal > 0 && signal < NSIG && !reaped_)
@@ -129,20 +110,6 @@ private:
             default:
                 throw std::runtime_error(
                     fmt::format("the caller sent a message of type {} mid-call", static_cast<int>(message.type)));
-        }
-    }
-
-    void write_channel() {
-        while (worker_.channel && !to_channel_.empty()) {
-            const ssize_t n = retry_on_eintr([&] {
-                return ::send(worker_.channel.get(), to_channel_.data(), to_channel_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-            });
-            if (n > 0) {
-                to_channel_.erase(0, static_cast<std::size_t>(n));
-                continue;
-            }
-            if (n < 0 && errno == EAGAIN) return;
-            to_channel_.clear();  // the worker is gone: its end tells what happened
         }
     }
 
@@ -189,22 +156,22 @@ private:
     StartedWorker worker_;
     LinkReader reader_;
     LinkQueue to_link_;
-    std::string to_channel_;
+    OutgoingBytes to_channel_;
     PollSet poll_set_;
-    Clock::time_point last_heard_, next_beat_;
+    LinkHeartbeat heartbeat_;
     bool reaped_ = false, ended_ = false;
 };
 
 // Says hello, takes the call's variables and starts the worker with them.
 StartedWorker start_rank_worker(int link, int rank) {
-    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, host_name(), ::getpid()}));
+    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid()}));
     const LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     if (start.type != LinkType::start)
         throw std::runtime_error(fmt::format("the caller sent type {} instead of start", static_cast<int>(start.type)));
     std::map<std::string, std::string> variables = decode_start(start.payload);
     variables[worker_env_var] = std::to_string(worker_channel_fd);
     WorkerHost host;
-    host.executable = own_executable();
+    host.executable = "/proc/self/exe";  // this agent's own program: mpify-worker
     host.argv = {"mpify-worker", fmt::format("(rank {})", rank)};
     try {
         StartedWorker worker = start_worker(Spawner::exec, host, Relay::lines, environment_with(variables), -1,
@@ -212,7 +179,7 @@ StartedWorker start_rank_worker(int link, int rank) {
         send_link_message(link, LinkType::started, encode_number(worker.process.pid));
         return worker;
     } catch (const std::exception& e) {
-        send_link_message(link, LinkType::refused, fmt::format("on {}: {}", host_name(), e.what()));
+        send_link_message(link, LinkType::refused, fmt::format("on {}: {}", this_host_name(), e.what()));
         throw;
     }
 }

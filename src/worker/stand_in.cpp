@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,33 +27,10 @@ namespace {
 // queue fills up in turn and the remote worker's writes wait.
 constexpr std::size_t most_waiting = std::size_t(8) << 20;
 
-// Bytes waiting for one of this process's fds (the channel, stdout, stderr).
-struct Outgoing {
-    int fd;
-    std::string bytes;
-
-    // Writes what the fd takes now; false once it is gone (what waits is dropped).
-    bool flush() {
-        while (!bytes.empty()) {
-            const ssize_t n = retry_on_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
-            if (n > 0) {
-                bytes.erase(0, static_cast<std::size_t>(n));
-                continue;
-            }
-            if (n < 0 && errno == EAGAIN) return true;
-            bytes.clear();
-            return false;
-        }
-        return true;
-    }
-};
-
 class StandIn {
 public:
     StandIn(std::string who, int signals) : who_(std::move(who)), signals_(signals) {
         for (int fd : {STDOUT_FILENO, STDERR_FILENO, worker_channel_fd, stand_in_link_fd}) set_blocking(fd, false);
-        last_heard_ = Clock::now();
-        next_beat_ = last_heard_ + link_beat;
     }
 
     [[noreturn]] void run() {
@@ -66,34 +42,32 @@ public:
 
 private:
     std::string relay_once() {
-        const bool room = channel_.bytes.size() + out_.bytes.size() + err_.bytes.size() < most_waiting;
-        const Clock::time_point now = Clock::now();
-        if (!room) last_heard_ = now;  // a silence while the link is not read is ours, not the agent's
+        const bool room = to_channel_.size() + to_out_.size() + to_err_.size() < most_waiting;
+        // A silence while the link is not read is this end's doing, not the agent's.
+        if (!room) heartbeat_.heard(Clock::now());
         PollSet& fds = poll_set_;
         fds.clear();
         fds.add(stand_in_link_fd, (room ? POLLIN : 0) | (to_link_.empty() ? 0 : POLLOUT));
         fds.add(channel_open_ && to_link_.size() < most_waiting ? worker_channel_fd : -1, POLLIN);
-        fds.add(channel_.bytes.empty() ? -1 : worker_channel_fd, POLLOUT);
-        fds.add(out_.bytes.empty() ? -1 : STDOUT_FILENO, POLLOUT);
-        fds.add(err_.bytes.empty() ? -1 : STDERR_FILENO, POLLOUT);
+        fds.add(to_channel_.empty() ? -1 : worker_channel_fd, POLLOUT);
+        fds.add(to_out_.empty() ? -1 : STDOUT_FILENO, POLLOUT);
+        fds.add(to_err_.empty() ? -1 : STDERR_FILENO, POLLOUT);
         fds.add(signals_, POLLIN);
-        fds.wait(sooner(next_beat_, last_heard_ + link_silence_limit));
+        fds.wait(heartbeat_.wake_at());
 
         if (fds.revents(0) & (POLLIN | POLLHUP | POLLERR))
             if (std::string failure = read_link(); !failure.empty()) return failure;
         if (fds.revents(1)) read_channel();
-        if (fds.revents(2)) channel_.flush();
-        if (fds.revents(3)) out_.flush();
-        if (fds.revents(4)) err_.flush();
+        if (fds.revents(2)) to_channel_.flush(worker_channel_fd);
+        if (fds.revents(3)) to_out_.flush(STDOUT_FILENO);
+        if (fds.revents(4)) to_err_.flush(STDERR_FILENO);
         if (fds.revents(5)) forward_signals();
 
-        if (Clock::now() - last_heard_ >= link_silence_limit)
+        const Clock::time_point now = Clock::now();
+        if (heartbeat_.silent(now))
             return fmt::format("nothing came from it for {} s (its machine, or the network between, is down)",
                                link_silence_limit.count() / 1000);
-        if (Clock::now() >= next_beat_) {
-            to_link_.push(LinkType::alive, {});
-            next_beat_ = Clock::now() + link_beat;
-        }
+        heartbeat_.beat(to_link_, now);
         if (!to_link_.flush(stand_in_link_fd) && !end_) return "its connection failed";
         return {};
     }
@@ -104,15 +78,15 @@ private:
         } catch (const std::exception& e) {
             return fmt::format("its agent sent what mpify does not send ({})", e.what());
         }
-        last_heard_ = Clock::now();
+        heartbeat_.heard(Clock::now());
         return {};
     }
 
     void take(LinkMessage& message) {
         switch (message.type) {
-            case LinkType::channel: channel_.bytes += message.payload; break;
-            case LinkType::out: out_.bytes += message.payload; break;
-            case LinkType::err: err_.bytes += message.payload; break;
+            case LinkType::channel: to_channel_.append(message.payload); break;
+            case LinkType::out: to_out_.append(message.payload); break;
+            case LinkType::err: to_err_.append(message.payload); break;
             case LinkType::exited: end_ = decode_end(message.payload); break;
             case LinkType::alive: break;
             default:
@@ -141,10 +115,10 @@ private:
 
     // Hands over what is left for the caller, then ends as the remote worker ended.
     [[noreturn]] void finish(const std::string& lost) {
-        for (Outgoing* out : {&channel_, &out_, &err_}) {
-            set_blocking(out->fd, true);
-            out->flush();
-        }
+        for (int fd : {worker_channel_fd, STDOUT_FILENO, STDERR_FILENO}) set_blocking(fd, true);
+        to_channel_.flush(worker_channel_fd);
+        to_out_.flush(STDOUT_FILENO);
+        to_err_.flush(STDERR_FILENO);
         if (!lost.empty()) {
             std::fprintf(stderr, "mpify: lost rank %s: %s\n", who_.c_str(), lost.c_str());
             std::fflush(stderr);
@@ -167,11 +141,11 @@ private:
     int signals_;
     LinkReader reader_;
     LinkQueue to_link_;
-    Outgoing channel_{worker_channel_fd, {}}, out_{STDOUT_FILENO, {}}, err_{STDERR_FILENO, {}};
+    OutgoingBytes to_channel_, to_out_, to_err_;  // for fds 3, 1 and 2
     std::optional<WorkerEnd> end_;
     bool channel_open_ = true, link_closed_ = false;
     PollSet poll_set_;
-    Clock::time_point last_heard_, next_beat_;
+    LinkHeartbeat heartbeat_;
 };
 
 }  // namespace
