@@ -3,7 +3,8 @@ find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
-# libsodium: the random secret and the HMAC proofs of connect-back (contract/connect_back.hpp).
+# libsodium: the random secrets and HMAC proofs of connect-back and of a remote group's store
+# (common/secret_handshake.hpp).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
 

@@ -239,3 +239,22 @@ TEST_CASE("each rank's shard is disjoint and equal in size and set_epoch reshuff
     sampler.set_epoch(3);
     CHECK(sampler.indices() == epoch3);
 }
+
+TEST_CASE("in_ddp with ranks on other machines trains to the same parameters as one process",
+          "[ddp][remote][once]") {
+    // The "other machines" are this one through the command launcher "%C" (remote_test.cpp
+    // says what that covers); their ranks meet the caller's at a store behind a secret.
+    mpify::Options remote;
+    remote.placement = mpify::Placement::by_command("%C", {"localhost", "localhost"}, 1);
+    ddp_test::TrainSpec spec;
+    spec.bucket_bytes = 64;
+    const ddp_test::TrainResult result = mpify::in_ddp(mpify::DdpOptions{}, remote, 3, ddp_test::train_mlp, spec);
+    CHECK(result.buckets > 1);
+    check_parameters_match(result.parameters, ddp_test::train_mlp_single(spec));
+
+    // The group is this call's ranks only: a place among several callers is refused.
+    mpify::DdpOptions two_callers;
+    two_callers.nodes = 2;
+    CHECK_THROWS_WITH(mpify::in_ddp(two_callers, remote, 3, ddp_test::allreduce_rank),
+                      Contains("the group is this call's 3 ranks"));
+}

@@ -118,10 +118,11 @@ private:
 namespace detail {
 
 /// What in_ddp does in the caller around its ranch: validates the options, opens the
-/// rendezvous store when this caller has base_rank 0 (on a free port when port is 0),
-/// and calls `run` with the environment that tells every rank's DdpGuard where to go.
-/// The store stays open until `run` returns.
-MPIFY_API void with_rendezvous(const DdpOptions& options, int n,
+/// rendezvous store when this caller has base_rank 0 (on a free port when port is 0;
+/// for ranks on other machines, on the address they reach the caller at, behind a fresh
+/// secret), and calls `run` with the environment that tells every rank's DdpGuard where
+/// to go. The store stays open until `run` returns.
+MPIFY_API void with_rendezvous(const DdpOptions& options, const Placement& placement, int n,
                                const std::function<void(const std::map<std::string, std::string>&)>& run);
 
 }  // namespace detail
@@ -129,6 +130,13 @@ MPIFY_API void with_rendezvous(const DdpOptions& options, int n,
 /// Runs fn on n local ranks inside a DdpGuard each and returns rank 0's result (the
 /// caller is rank 0), like Python mpify's in_torchddp. `ranch_options` apply as for
 /// ranch, except that the caller is always rank 0 and only its result is kept.
+///
+/// With `ranch_options.placement` on other machines, ranks 1..n-1 run there and the group
+/// is this call's n ranks: the rendezvous store listens on the caller's address toward
+/// them (Placement::caller_address) at `options.port` (0: a free one) and serves only
+/// connections that prove a fresh secret; leave addr, nodes, node_rank, base_rank and
+/// world_size at their defaults. Gloo's own connections are not authenticated and its
+/// tensors travel in clear.
 template <class R, class... P, class... A>
 std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...),
                        A&&... args) {
@@ -141,10 +149,10 @@ std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, 
         return ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
     };
     if constexpr (std::is_void_v<Result>) {
-        detail::with_rendezvous(options, n, run);
+        detail::with_rendezvous(options, ranch_options.placement, n, run);
     } else {
         std::optional<Result> result;
-        detail::with_rendezvous(options, n, [&](const std::map<std::string, std::string>& environment) {
+        detail::with_rendezvous(options, ranch_options.placement, n, [&](const std::map<std::string, std::string>& environment) {
             result.emplace(std::move(run(environment).front()));
         });
         return std::move(*result);

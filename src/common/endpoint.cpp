@@ -237,4 +237,10 @@ std::string local_address_toward(const std::string& host) {
     throw UsageError(fmt::format("mpify: this machine has no route to the master address '{}'", host));
 }
 
+std::string address_toward_hosts(const std::string& given, const std::vector<std::string>& hosts) {
+    if (!given.empty()) return given;
+    if (hosts.empty()) throw UsageError("mpify: Options::placement has a launcher but no hosts");
+    return local_address_toward(hosts.front());
+}
+
 }  // namespace mpify::detail

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace mpify::detail {
 
@@ -59,5 +60,10 @@ std::string numeric_host(const sockaddr* address, socklen_t size);
 /// the group's peers can reach this machine at. "127.0.0.1" for a loopback host.
 /// Throws UsageError when `host` does not resolve.
 std::string local_address_toward(const std::string& host);
+
+/// The address of this machine that `hosts` reach it at: `given` when not empty, else
+/// its address on the route to the first host. Throws UsageError when there is no host,
+/// or the first does not resolve.
+std::string address_toward_hosts(const std::string& given, const std::vector<std::string>& hosts);
 
 }  // namespace mpify::detail

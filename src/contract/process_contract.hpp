@@ -20,7 +20,7 @@
 // a launcher (srun, mpirun, ssh, a command template) with none of these fds; its
 // environment has instead
 //   MPIFY_CONNECT=tcp:host:port  the caller's connect-back port
-//   MPIFY_CONNECT_SECRET=<hex>   the call's secret (contract/connect_back.hpp); when the
+//   MPIFY_CONNECT_SECRET=<hex>   the call's secret (common/secret_handshake.hpp); when the
 //                                launcher cannot pass it, the first line of stdin
 //   MPIFY_CONNECT_RANK=k         the rank it proves
 // and it starts the rank's worker there as above (worker/remote_agent.hpp). Its stand-in,

@@ -129,6 +129,14 @@ DdpSettings settings_from_environment() {
     s.gpus = parse_gpus(env(gpus_var));
     s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000, 1, 365LL * 24 * 3600 * 1000));
     s.store = store;
+    if (const char* secret = env(store_secret_var)) {
+        try {
+            s.store_secret = CallSecret::from_hex(secret);
+        } catch (const std::invalid_argument&) {
+            throw UsageError(fmt::format("mpify::DdpGuard: {} is not a store secret (64 hexadecimal digits); it is "
+                                         "set by mpify::in_ddp, not by hand", store_secret_var));
+        }
+    }
     s.cache_tensor_memory = tensor_memory_cache_wanted(true);
     if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");

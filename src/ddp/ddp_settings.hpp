@@ -1,10 +1,13 @@
 #pragma once
 // Where a DdpGuard's settings come from: explicit DdpOptions, or the environment that
 // in_ddp (or torchrun) prepared. Both end up as one DdpSettings.
+#include "common/secret_handshake.hpp"
+
 #include <mpify/ddp_guard.hpp>
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +26,14 @@ struct DdpSettings {
     /// Where the group's store is: "unix:/path" (a one-machine in_ddp), "tcp:addr:port",
     /// or empty: rank 0 hosts it at addr:port (a group launched without in_ddp, as torchrun does).
     std::string store;
+    /// What the store's connections must prove (a group whose ranks run on other
+    /// machines, see Options::placement); none for the others.
+    std::optional<CallSecret> store_secret;
 };
+
+/// The variable that carries a store's secret (hex) to the ranks of an in_ddp group placed
+/// on other machines: it travels in the call's environment, over the authenticated link.
+constexpr const char* store_secret_var = "MPIFY_DDP_STORE_SECRET";
 
 /// Where the ranks of one call sit in the whole group.
 struct GroupPlace {

@@ -1,5 +1,6 @@
 // in_ddp's part in the caller: the rendezvous store that every rank's DdpGuard meets at,
 // and, when the group spans machines, this machine's place in it.
+#include "common/endpoint.hpp"
 #include "common/posix.hpp"
 #include "ddp/ddp_settings.hpp"
 #include "ddp/rendezvous.hpp"
@@ -143,12 +144,50 @@ private:
 
 }  // namespace
 
-void with_rendezvous(const DdpOptions& options, int n,
+namespace {
+
+// A group whose ranks this caller places on other machines (Options::placement): all of
+// it is this call's, and its store listens where those machines reach the caller, for
+// connections that prove a fresh secret (the ranks get it with the call's environment,
+// over their authenticated links).
+void with_remote_rendezvous(const DdpOptions& options, const Placement& placement, const GroupPlace& place, int n,
+                            const std::function<void(const std::map<std::string, std::string>&)>& run) {
+    if (place.world_size != n || options.nodes != 1)
+        throw UsageError(fmt::format(
+            "mpify::in_ddp: with Options::placement on other machines the group is this call's {} ranks; leave "
+            "DdpOptions' nodes, node_rank, base_rank and world_size at their defaults (a group of {} was asked)",
+            n, place.world_size));
+    Endpoint endpoint;
+    endpoint.host = address_toward_hosts(placement.caller_address, placement.hosts);
+    endpoint.port = options.port;
+    const CallSecret secret = CallSecret::fresh();
+    std::optional<store::Server> server;
+    try {
+        server.emplace(endpoint, secret);
+    } catch (const std::exception& e) {
+        throw UsageError(fmt::format("mpify::in_ddp: cannot open the rendezvous store for the ranks on other "
+                                     "machines: {}", e.what()));
+    }
+    DdpOptions group = options;
+    group.addr = endpoint.host;  // each machine's Gloo takes its address on the route here
+    std::map<std::string, std::string> environment =
+        environment_for(group, place, server->endpoint().text(), server->endpoint().port);
+    environment[store_secret_var] = secret.hex();
+    run(environment);
+}
+
+}  // namespace
+
+void with_rendezvous(const DdpOptions& options, const Placement& placement, int n,
                      const std::function<void(const std::map<std::string, std::string>&)>& run) {
     const GroupPlace place = place_in_group(options, n, "mpify::in_ddp");
     const int world = place.world_size;
     if (options.port < 0 || options.port > 65535)
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
+    if (placement.launcher != Placement::Launcher::this_machine) {
+        with_remote_rendezvous(options, placement, place, n, run);
+        return;
+    }
 
     if (world == n && options.port == 0) {
         // The whole group is here and no port was asked for: its store is a UNIX socket of

@@ -1,6 +1,6 @@
 #pragma once
 // The caller's one TCP port for the workers of a call that run on other machines: they
-// connect back to it and prove their rank (contract/connect_back.hpp) before anything
+// connect back to it and prove their rank (common/secret_handshake.hpp) before anything
 // else is said. It listens on one address — the caller's address on the route to the
 // nodes — never on every interface, and admits many connections at once, so a stranger
 // that connects and says nothing, or a byte a second, delays no worker: each connection
@@ -9,7 +9,7 @@
 #include "common/clock.hpp"
 #include "common/poll_set.hpp"
 #include "common/unique_fd.hpp"
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 
 #include <chrono>
 #include <functional>

@@ -113,9 +113,7 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
                          std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt)
     : secret_(CallSecret::fresh()) {
     check_placement(placement, ranks.size());
-    const std::string address =
-        placement.caller_address.empty() ? local_address_toward(placement.hosts.front()) : placement.caller_address;
-    listener_.emplace(address, placement.port);
+    listener_.emplace(address_toward_hosts(placement.caller_address, placement.hosts), placement.port);
     local_worker_program_ = find_mpify_worker();
     worker_program_ = placement.worker_program.empty() ? local_worker_program_ : placement.worker_program;
     const Clock::time_point deadline = sooner(call_deadline, Clock::now() + placement.start_timeout).value();

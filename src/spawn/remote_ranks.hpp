@@ -9,7 +9,7 @@
 // launcher's process group, SIGKILL after a grace. An agent outlives nothing: its worker
 // dies with it, and it ends its worker when its link to the caller ends or falls silent.
 #include "common/clock.hpp"
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 #include "spawn/connect_back_listener.hpp"
 #include "spawn/start_worker.hpp"
 

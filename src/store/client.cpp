@@ -47,9 +47,23 @@ Wait wait_for(int fd, short events, Clock::time_point deadline, InterruptCheck i
 std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
 std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
-Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted)
-    : c10d::Store(timeout), endpoint_(std::move(endpoint)), interrupted_(interrupted) {
-    fd_ = connect_to(endpoint_, Clock::now() + bounded(timeout), interrupted_);
+Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted,
+               std::optional<CallSecret> secret)
+    : c10d::Store(timeout), endpoint_(std::move(endpoint)), interrupted_(interrupted), secret_(std::move(secret)) {
+    fd_ = connect(Clock::now() + bounded(timeout));
+}
+
+UniqueFd Client::connect(Clock::time_point deadline) const {
+    UniqueFd fd = connect_to(endpoint_, deadline, interrupted_);
+    if (!secret_) return fd;
+    try {
+        prove_to_caller(fd.get(), *secret_, 0, deadline);
+    } catch (const HandshakeRefused& e) {
+        throw Error(fmt::format("mpify: the group's rendezvous store at {} and this rank do not share the group's "
+                                "secret ({}): is another program listening at that address?",
+                                endpoint_.describe(), e.what()));
+    }
+    return fd;
 }
 
 Client::~Client() {
@@ -63,7 +77,7 @@ Client::~Client() {
 Message Client::call(const Message& request, std::chrono::milliseconds patience) {
     std::lock_guard lock(mutex_);
     const auto deadline = Clock::now() + patience;
-    if (!fd_) fd_ = connect_to(endpoint_, deadline, interrupted_);
+    if (!fd_) fd_ = connect(deadline);
     auto broken = [&](const std::string& why) {
         fd_.reset();  // half a reply may be on the way: the next request starts afresh
         return Error(fmt::format("mpify: the group's rendezvous store at {} {}", endpoint_.describe(), why));

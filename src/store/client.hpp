@@ -4,6 +4,7 @@
 // does not) send: a get or wait is timed by the store and answered "timed out", and a
 // store that stops answering is given up on a second later.
 #include "common/endpoint.hpp"
+#include "common/secret_handshake.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
 
@@ -17,8 +18,10 @@ class Client final : public c10d::Store {
 public:
     /// Connects to `endpoint`, retrying while nothing listens there until `timeout`,
     /// which is also how long each get and wait may take; any wait ends early once
-    /// `interrupted` says so. Throws Error.
-    Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted);
+    /// `interrupted` says so. With a `secret`, every connection first proves it to the
+    /// store (and checks the store's proof). Throws Error.
+    Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted,
+           std::optional<CallSecret> secret = std::nullopt);
     /// Says goodbye (a clean end) if introduced and not yet gone.
     ~Client() override;
 
@@ -47,9 +50,12 @@ private:
     /// a broken connection, or no reply within `patience`.
     Message call(const Message& request, std::chrono::milliseconds patience);
     Message call(const Message& request);
+    /// A new connection to the store, proven when it has a secret.
+    UniqueFd connect(Clock::time_point deadline) const;
 
     Endpoint endpoint_;
     InterruptCheck interrupted_;
+    std::optional<CallSecret> secret_;
     std::mutex mutex_;  ///< one request at a time on the connection
     UniqueFd fd_;
     bool introduced_ = false;

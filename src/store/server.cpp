@@ -68,6 +68,8 @@ struct Server::Connection {
     Clock::time_point blocked_until;
     int member = -1;  ///< index into members_ once it introduced itself
     bool proven = false;  ///< it sent a whole, well-formed request
+    /// Until it proved the store's secret (a store with one): the challenge it was sent.
+    std::unique_ptr<WorkerAdmission> admission;
     Clock::time_point accepted_at = Clock::now();
     std::size_t held() const { return in.size() + out.size(); }
 };
@@ -80,7 +82,8 @@ struct Server::State {
     Clock::time_point listener_paused_until{};  ///< after accept found no fd free
 };
 
-Server::Server(Endpoint endpoint) : endpoint_(std::move(endpoint)), state_(std::make_unique<State>()) {
+Server::Server(Endpoint endpoint, std::optional<CallSecret> secret)
+    : endpoint_(std::move(endpoint)), secret_(std::move(secret)), state_(std::make_unique<State>()) {
     listener_ = listen_at(endpoint_);
     thread_ = start_signal_free_thread([this] { serve(); });
 }
@@ -195,7 +198,22 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
     return failed("not a request");
 }
 
+void Server::admit(Connection& c) {
+    if (c.in.size() < WorkerAdmission::answer_size) return;
+    constexpr int any_number = 1 << 30;  // a store's clients prove the secret, not a rank
+    try {
+        c.admission->check(std::string_view(c.in).substr(0, WorkerAdmission::answer_size), any_number);
+    } catch (const HandshakeRefused& e) {
+        throw MalformedMessage(e.what());
+    }
+    c.out += c.admission->caller_proof();
+    c.in.erase(0, WorkerAdmission::answer_size);
+    c.admission.reset();
+}
+
 void Server::process(Connection& c) {
+    if (c.admission) admit(c);
+    if (c.admission) return;
     while (!c.blocked) {
         std::optional<Message> request = take_message(c.in);  // throws MalformedMessage
         if (!request) return;
@@ -310,6 +328,10 @@ void Server::accept_one() {
     auto c = std::make_unique<Connection>();
     c->peer = peer_address(accepted.get());
     c->fd = std::move(accepted);
+    if (secret_) {
+        c->admission = std::make_unique<WorkerAdmission>(*secret_);
+        c->out = c->admission->challenge();
+    }
     connections.push_back(std::move(c));
 }
 

@@ -10,9 +10,14 @@
 // newcomer takes the place of a connection that has not sent a request yet), gives
 // such an unproven connection 64 KiB and 30 s to send one, holds 64 MiB of messages in
 // all (beyond, the connection holding most is dropped) and stores 256 MiB of keys.
+//
+// A store with a secret (a group whose ranks run on other machines, on a routed address)
+// first has each connection prove it holds the secret (common/secret_handshake.hpp's
+// challenge, HMAC both ways) and serves nothing before; a wrong proof drops it.
 #include "common/clock.hpp"
 #include "common/event_fd.hpp"
 #include "common/endpoint.hpp"
+#include "common/secret_handshake.hpp"
 #include "store/member.hpp"
 #include "store/message.hpp"
 
@@ -29,8 +34,9 @@ namespace mpify::detail::store {
 class Server {
 public:
     /// Listens at `endpoint` (a free port when its TCP port is 0: see endpoint()) and
-    /// starts serving. Throws UsageError when it cannot listen there.
-    explicit Server(Endpoint endpoint);
+    /// starts serving; with a `secret`, only connections that prove it. Throws UsageError
+    /// when it cannot listen there.
+    explicit Server(Endpoint endpoint, std::optional<CallSecret> secret = std::nullopt);
     /// Stops serving and closes every connection.
     ~Server();
     Server(const Server&) = delete;
@@ -75,7 +81,12 @@ private:
     std::optional<Message> answer_if_ready(const Message& m) const;
     void set_member_state(Connection& c, Member::State state, std::string note);
 
+    /// Checks a connection's proof of the secret once its whole answer is in; throws
+    /// MalformedMessage when it is wrong.
+    void admit(Connection& c);
+
     Endpoint endpoint_;
+    std::optional<CallSecret> secret_;
     UniqueFd listener_;
     EventFd wake_{"the store's stop"};  ///< the destructor's "stop"
     std::unique_ptr<State> state_;

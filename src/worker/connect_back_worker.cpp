@@ -4,7 +4,7 @@
 #include "common/environment_number.hpp"
 #include "common/poll_set.hpp"
 #include "common/posix.hpp"
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 #include "contract/process_contract.hpp"
 #include "worker/remote_agent.hpp"
 

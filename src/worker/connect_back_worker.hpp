@@ -2,7 +2,7 @@
 // A remote rank's way back to its caller: a launcher (srun, mpirun, ssh, a command
 // template) started mpify-worker on another machine with the way back in its
 // environment (contract/process_contract.hpp). It connects, proves its rank with the
-// call's secret (contract/connect_back.hpp), checks that the other end is the caller,
+// call's secret (common/secret_handshake.hpp), checks that the other end is the caller,
 // and then becomes the rank's agent (worker/remote_agent.hpp).
 
 namespace mpify::detail {

@@ -5,7 +5,10 @@
 //                 lines (relayed as "[rank k@host] ..."), then "done"
 //         hang    every worker prints "pid P marker 1" and waits until stopped; the
 //                 caller waits without a rank of its own
+//         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
+//                 (the sum of the ranks), then "parameters match one process: yes|no"
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
+#include "ddp_functions.hpp"
 #include "functions.hpp"
 
 #include <cstdlib>
@@ -16,7 +19,7 @@
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
+        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -32,6 +35,16 @@ int main(int argc, char** argv) {
                 std::cout << "rank " << rank << ": pid " << reports[rank].pid << std::endl;
             mpify::ranch(options, n, in_library::print_lines, 1);
             std::cout << "\ndone" << std::endl;
+        } else if (mode == "ddp") {
+            std::cout << "allreduce = " << mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::allreduce_rank)
+                      << std::endl;
+            ddp_test::TrainSpec spec;
+            spec.bucket_bytes = 64;
+            const auto ddp = mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::train_mlp, spec).parameters;
+            const auto single = ddp_test::train_mlp_single(spec);
+            bool match = ddp.size() == single.size();
+            for (std::size_t i = 0; match && i < ddp.size(); ++i) match = at::allclose(ddp[i], single[i], 0, 1e-5);
+            std::cout << "parameters match one process: " << (match ? "yes" : "no") << std::endl;
         } else if (mode == "hang") {
             options.caller_rank = std::nullopt;
             mpify::ranch(options, n - 1, in_library::hang_on_workers, 1);

@@ -4,7 +4,7 @@
 // the port is never bound to every interface.
 #include "common/endpoint.hpp"
 #include "common/posix.hpp"
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 #include "spawn/connect_back_listener.hpp"
 
 #include <mpify/error.hpp>

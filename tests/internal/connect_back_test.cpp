@@ -1,10 +1,10 @@
-// The connect-back handshake (contract/connect_back.hpp) on socket pairs: a worker and
+// The connect-back handshake (common/secret_handshake.hpp) on socket pairs: a worker and
 // its caller admit each other; strangers — no secret, a wrong one, garbage, a rank
 // outside the call, bytes that stop coming — are refused by the deadline, and an
 // impostor caller is refused by the worker.
 #include "common/posix.hpp"
 #include "common/unique_fd.hpp"
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -286,3 +286,48 @@ TEST_CASE("a one-machine store lives in the abstract namespace and closes other 
     rank0->set("k", {1});
     CHECK(rank0->get("k") == std::vector<uint8_t>{1});
 }
+
+TEST_CASE("a store with a secret serves only connections that prove it, and strangers leave it working",
+          "[store][security]") {
+    using mpify::detail::CallSecret;
+    const CallSecret secret = CallSecret::fresh();
+    const store::Server server(loopback(), secret);
+    const Endpoint e = server.endpoint();
+
+    // A stranger who sends a request without proof: refused (its request is taken as the
+    // answer to the challenge, and wrong), the challenge the only bytes it ever gets.
+    auto stranger = outsider(e);
+    send_bytes(stranger.get(), store::encode(store::Message{store::Tag::set, 0, {"mpify/joined/1", "x"}}) +
+                                   std::string(200, 'x'));
+    std::string heard;
+    char buffer[256];
+    for (ssize_t got; (got = ::recv(stranger.get(), buffer, sizeof buffer, 0)) > 0;) heard.append(buffer, got);
+    CHECK(heard.rfind("MPIFYCB1", 0) == 0);
+    CHECK(heard.size() == 8 + 32);  // the challenge, nothing more: then closed
+
+    // A client with another secret cannot connect, and says why without either secret.
+    mpify::detail::DdpSettings wrong = settings_for(e, 1, 2, 2000);
+    wrong.store_secret = CallSecret::fresh();
+    try {
+        mpify::detail::connect_store(wrong);
+        FAIL("a client with the wrong secret was served");
+    } catch (const std::exception& error) {
+        CHECK_THAT(error.what(), Contains("do not share the group's secret"));
+        CHECK_THAT(error.what(), !Contains(secret.hex()) && !Contains(wrong.store_secret->hex()));
+    }
+    // A client without one hears nothing it can parse: no reply within its timeout.
+    auto without = mpify::detail::connect_store(settings_for(e, 1, 2, 500));
+    CHECK_THROWS(without->get("mpify/joined/1"));
+
+    // The group's ranks, with the secret, meet as if nothing happened; the stranger's set
+    // never reached the store.
+    mpify::detail::DdpSettings rank0 = settings_for(e, 0, 2, 5000), rank1 = settings_for(e, 1, 2, 5000);
+    rank0.store_secret = secret;
+    rank1.store_secret = secret;
+    auto client0 = mpify::detail::connect_store(rank0);
+    auto client1 = mpify::detail::connect_store(rank1);
+    CHECK_FALSE(client0->check({"mpify/joined/1"}));
+    client1->set("mpify/joined/1", {1});
+    mpify::detail::wait_for_all(*client0, rank0, "joined", "did not join the group");
+    CHECK(client0->get("mpify/joined/1") == std::vector<uint8_t>{1});
+}

@@ -5,7 +5,7 @@
 // mpify-worker started as a launcher on another machine starts it: it connects back over
 // TCP, proves its rank, starts the rank's worker and relays the call; with another call's
 // secret it is not admitted and says so without the secret.
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
 #include "spawn/connect_back_listener.hpp"

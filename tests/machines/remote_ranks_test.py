@@ -3,7 +3,8 @@
 remote ranks in namespace b, started by the command template "ip netns exec <b> %C"; the
 agents connect back over the veth link to the caller's address on the route to b (no
 loopback between them). The ranks return their results by rank and their lines come back
-tagged with the host; a link cut mid-call is a clear error within 5 s; a caller killed
+tagged with the host; in_ddp forms one group of the caller's rank and theirs, which trains
+as one process does; a link cut mid-call is a clear error within 5 s; a caller killed
 mid-call leaves nothing running on b; nothing is left listening anywhere.
 
   remote_ranks_test.py --caller build/bin/mpify_test_remote_caller
@@ -56,6 +57,14 @@ def run_cases(hosts, caller):
     check("@" in out and "] line 0 of rank 2" in out and "[rank 1@" in out,
           "the remote ranks' lines come back tagged [rank k@host]", out)
     nothing_left_on_b(hosts, "after the call")
+
+    # in_ddp across the two: the store on a's address behind the secret, Gloo on each
+    # side's address toward the other.
+    out, status = finish(start(hosts, caller, "ddp", 120000), 240)
+    check(status == 0 and "allreduce = 3" in out, "in_ddp over the caller on a and 2 ranks on b: one group of 3", out)
+    check("parameters match one process: yes" in out,
+          "DDP training across the two machines gives one process's parameters", out)
+    nothing_left_on_b(hosts, "after in_ddp")
 
     # The link cut mid-call: the caller names the lost ranks within 5 s.
     caller_process = start(hosts, caller, "hang", 0)

@@ -1,4 +1,4 @@
-#include "contract/connect_back.hpp"
+#include "common/secret_handshake.hpp"
 
 #include "common/byte_codec.hpp"
 #include "common/exact_read.hpp"

@@ -1,7 +1,9 @@
 #pragma once
 // How a worker on another machine and its caller prove to each other that they belong to
 // the same call, over the TCP connection the worker makes back to the caller, before
-// anything else travels on it.
+// anything else travels on it. The rendezvous store of a group with ranks on other
+// machines uses the same proof, under a secret of its own, for every connection
+// (store/server.hpp); there "worker" is the store's client and "caller" the store.
 //
 // Each call has a fresh 256-bit secret (CallSecret). It reaches the remote workers in the
 // launcher's environment (never argv, a log or an error message). Both sides prove they
