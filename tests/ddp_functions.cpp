@@ -28,8 +28,8 @@ at::Tensor Mlp::forward(const at::Tensor& x) { return second(torch::tanh(first(x
 
 std::pair<at::Tensor, at::Tensor> equivalence_data() {
     torch::manual_seed(1234);
-    const at::Tensor x = torch::randn({12, 6});
-    const at::Tensor y = torch::randn({12, 1});
+    const at::Tensor x = torch::randn({60, 6});  // splits evenly over 1 to 6 ranks
+    const at::Tensor y = torch::randn({60, 1});
     return {x, y};
 }
 

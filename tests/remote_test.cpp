@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -207,5 +208,19 @@ TEST_CASE("a launcher that fails is an error with its command and its output, an
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("has no %C"));
     options.placement.command = "%C";
     CHECK_THROWS_AS(mpify::ranch(options, 2, in_program::add, 1, 2), mpify::UsageError);
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("Placement::slurm outside an allocation is a usage error with the salloc line to run", "[remote][once]") {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    const std::string saved = job != nullptr ? job : "";
+    ::unsetenv("SLURM_JOB_ID");
+    mpify::Options options;
+    options.placement = mpify::Placement::slurm(2);
+    CHECK_THROWS_WITH(mpify::ranch(options, 4, in_library::add, 1, 2),
+                      Catch::Contains("this process is in none") && Catch::Contains("salloc --nodes=2 --ntasks-per-node=2"));
+    options.placement = mpify::Placement::slurm(1, "12; rm -rf /");
+    CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("is not a Slurm job id"));
+    if (!saved.empty()) ::setenv("SLURM_JOB_ID", saved.c_str(), 1);
     CHECK(mpify_test::has_no_children());
 }

@@ -141,18 +141,20 @@ template <class R, class... P, class... A>
 std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...),
                        A&&... args) {
     using Result = std::decay_t<R>;
+    Options group = ranch_options;
+    group.caller_rank = 0;
+    group.gather = false;
+    group.placement = detail::resolve_placement(group.placement, n - 1);  // asked of Slurm once
     auto run = [&](const std::map<std::string, std::string>& environment) {
-        Options o = ranch_options;
-        o.caller_rank = 0;
-        o.gather = false;
+        Options o = group;
         for (const auto& [name, value] : environment) o.env[name] = value;
         return ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
     };
     if constexpr (std::is_void_v<Result>) {
-        detail::with_rendezvous(options, ranch_options.placement, n, run);
+        detail::with_rendezvous(options, group.placement, n, run);
     } else {
         std::optional<Result> result;
-        detail::with_rendezvous(options, ranch_options.placement, n, [&](const std::map<std::string, std::string>& environment) {
+        detail::with_rendezvous(options, group.placement, n, [&](const std::map<std::string, std::string>& environment) {
             result.emplace(std::move(run(environment).front()));
         });
         return std::move(*result);

@@ -1,6 +1,8 @@
 #pragma once
 // mpify::Placement: where the ranks of a call run — this machine, or other machines
 // reached through a launcher the user already has.
+#include <mpify/export.hpp>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -31,6 +33,13 @@ struct Placement {
         /// The call's secret is the first line of the command's stdin: the command must
         /// pass its stdin on (ssh does; so do `ip netns exec`, `docker exec -i`, `srun -n1`).
         command,
+        /// Slurm's srun starts each remote rank's agent as a step of an allocation: the
+        /// caller's own (SLURM_JOB_ID) or `slurm_job`, on its nodes in order (`hosts`,
+        /// when given, instead), with `srun --jobid=J --overlap --nodes=1 --ntasks=1
+        /// --nodelist=NODE`. Nothing is submitted, polled or cancelled: the allocation
+        /// is the user's. Outside an allocation a call is a UsageError with the salloc
+        /// line to run.
+        slurm,
     };
     Launcher launcher = Launcher::this_machine;
 
@@ -40,6 +49,10 @@ struct Placement {
     int ranks_per_host = 1;
     /// For Launcher::command: the command template (%H host, %C agent's command, %% a %).
     std::string command;
+    /// For Launcher::slurm: the allocation's job id; empty: SLURM_JOB_ID.
+    std::string slurm_job;
+    /// For Launcher::slurm: more options for srun, as shell words (e.g. "--gpus-per-task=1").
+    std::string launcher_options;
     /// The address of this machine that the agents connect back to; empty: this machine's
     /// address on the route to the first host. A wildcard (0.0.0.0, ::) is refused.
     std::string caller_address;
@@ -60,6 +73,26 @@ struct Placement {
         placement.ranks_per_host = ranks_per_host;
         return placement;
     }
+
+    /// Ranks started by srun as steps of a Slurm allocation (see Launcher::slurm),
+    /// `ranks_per_node` on each of its nodes in turn; `job` empty: the caller's own.
+    static Placement slurm(int ranks_per_node = 1, std::string job = {}) {
+        Placement placement;
+        placement.launcher = Launcher::slurm;
+        placement.ranks_per_host = ranks_per_node;
+        placement.slurm_job = std::move(job);
+        return placement;
+    }
 };
+
+namespace detail {
+
+/// What a call of `remote_ranks` ranks on other machines does with `placement`: a
+/// command launcher with its hosts, as given, or for Slurm the srun command and the
+/// allocation's nodes; this machine's placement as it is. Throws UsageError (outside a
+/// Slurm allocation: with the salloc line to run).
+MPIFY_API Placement resolve_placement(const Placement& placement, int remote_ranks);
+
+}  // namespace detail
 
 }  // namespace mpify

@@ -111,7 +111,7 @@ void Call::start_workers(std::string args) {
     for (int rank = 0; rank < plan_.n; ++rank)
         if (options_.caller_rank != rank) ranks.push_back(rank);
     if (remote)
-        remote_.emplace(options_.placement, ranks, plan_.n, deadline_,
+        remote_.emplace(resolve_placement(options_.placement, static_cast<int>(ranks.size())), ranks, plan_.n, deadline_,
                         InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }});
     try {
         for (int rank : ranks) {

@@ -1,7 +1,7 @@
 #pragma once
 // What a remote rank's agent (worker/remote_agent.hpp, on the rank's machine) and the
 // rank's stand-in (worker/stand_in.hpp, on the caller's machine) say to each other over
-// the connection the agent made back to the caller, once contract/connect_back's
+// the connection the agent made back to the caller, once common/secret_handshake's
 // handshake has proved both ends.
 //
 //   message = type (1 byte) | payload size (u32, little-endian) | payload

@@ -1,6 +1,6 @@
 // DdpOptions::from_environment: a machine's place in a group across machines, read from
 // what its launcher set (torchrun's names, Open MPI's mpirun, Slurm's srun).
-#include "ddp/hostlist.hpp"
+#include "common/hostlist.hpp"
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/error.hpp>

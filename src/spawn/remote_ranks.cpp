@@ -4,6 +4,7 @@
 #include "common/environment_list.hpp"
 #include "common/poll_set.hpp"
 #include "common/posix.hpp"
+#include "common/shell_quoted.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
 #include "spawn/exec_spawner.hpp"
@@ -30,13 +31,6 @@ constexpr std::size_t launcher_tail_bytes = 2048;
 // and after SIGTERM, before SIGKILL.
 constexpr std::chrono::milliseconds launcher_farewell{1000};
 constexpr std::chrono::milliseconds launcher_grace{1000};
-
-// One word for /bin/sh, quoted so that it stays one word whatever it holds.
-std::string shell_quoted(const std::string& word) {
-    std::string quoted = "'";
-    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
 
 // The template with %H, %C and %% replaced. Throws UsageError on any other %.
 std::string filled_template(const std::string& pattern, const std::string& host, const std::string& command) {

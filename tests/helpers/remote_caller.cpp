@@ -1,6 +1,8 @@
 // The caller of the one-caller-several-machines tests: ranks placed on other machines
 // through a command template (Options::placement), results printed by rank.
 //   mpify_test_remote_caller MODE TEMPLATE PER_HOST TIMEOUT_MS HOST...
+//   TEMPLATE: a command template, or "slurm" (the caller's allocation) or "slurm:JOB"
+//             (Placement::slurm; the HOSTs then only count the nodes)
 //   MODE: report  every rank's pid ("rank k: pid P"), then a call whose workers print
 //                 lines (relayed as "[rank k@host] ..."), then "done"
 //         hang    every worker prints "pid P marker 1" and waits until stopped; the
@@ -25,7 +27,15 @@ int main(int argc, char** argv) {
     const std::string mode = argv[1];
     const std::vector<std::string> hosts(argv + 5, argv + argc);
     mpify::Options options;
-    options.placement = mpify::Placement::by_command(argv[2], hosts, std::atoi(argv[3]));
+    const std::string launcher = argv[2];
+    if (launcher.rfind("slurm", 0) == 0) {
+        options.placement = mpify::Placement::slurm(std::atoi(argv[3]), launcher.substr(launcher.find(':') + 1));
+        if (launcher == "slurm") options.placement.slurm_job.clear();  // the caller's own allocation
+    } else {
+        options.placement = mpify::Placement::by_command(launcher, hosts, std::atoi(argv[3]));
+    }
+    // Test clusters whose node names this machine cannot resolve say where to connect back.
+    if (const char* address = std::getenv("MPIFY_TEST_CALLER_ADDRESS")) options.placement.caller_address = address;
     options.timeout = std::chrono::milliseconds(std::atoi(argv[4]));
     const int n = 1 + static_cast<int>(hosts.size()) * options.placement.ranks_per_host;
     try {

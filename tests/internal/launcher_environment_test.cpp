@@ -1,6 +1,6 @@
 // A machine's place in a group across machines, from its launcher's environment, and
 // Slurm's host lists.
-#include "ddp/hostlist.hpp"
+#include "common/hostlist.hpp"
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/error.hpp>

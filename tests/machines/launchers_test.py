@@ -2,15 +2,18 @@
 """The launchers, for real: a two-node Slurm cluster on this machine (Debian's slurm-wlm
 and munge; nodes n1 and n2 are two slurmd on ports 17001-17002 of 127.0.0.1) and Open
 MPI's mpirun. Each starts one caller per node, which places itself with
-mpify::DdpOptions::from_environment and runs in_ddp(2, ...): one group of 4. Slurm's host
+mpify::DdpOptions::from_environment and runs in_ddp(2, ...): one group of 4. And one
+caller outside an allocation whose ranks srun starts as steps of it (Placement::slurm). Slurm's host
 lists are expanded as `scontrol show hostnames` does; mpirun without MASTER_ADDR is a
 clear error. Every daemon started here is stopped here.
 
-  launchers_test.py --caller mpify_test_machine_caller --hostlist mpify_test_hostlist
+  launchers_test.py --caller mpify_test_machine_caller --hostlist mpify_test_hostlist \
+                    --remote-caller mpify_test_remote_caller
 
 Needs root; exits 77 (ctest: skipped) where slurm-wlm, munge or openmpi-bin are missing."""
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,8 +118,9 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
                               text=True, timeout=300)
 
 
-def slurm_cases(caller, hostlist, example):
+def slurm_cases(caller, hostlist, remote_caller, example):
     with SlurmCluster() as cluster:
+        slurm_placement_cases(cluster, remote_caller)
         # (Slurm 22.05 refuses text after the last bracket, "a[1-2]b", which later versions
         # and mpify accept: not compared.)
         for expression in HOSTLISTS:
@@ -157,6 +161,44 @@ def slurm_cases(caller, hostlist, example):
                   "examples/launch/intro.sbatch trains intro on 2 nodes x 2 ranks", said + job.stderr)
 
 
+def slurm_placement_cases(cluster, remote_caller):
+    """One caller outside the allocation (a login node), its ranks steps of the
+    allocation through Placement::slurm: results, tagged lines, in_ddp; then the same
+    caller as if inside it (salloc's variables)."""
+    granted = subprocess.run(["salloc", "--no-shell", "--immediate=60", "-N2"], env=cluster.env, capture_output=True,
+                             text=True, timeout=120)
+    found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
+    check(found is not None, "salloc --no-shell -N2 grants an allocation", granted.stdout + granted.stderr)
+    if not found:
+        return
+    job = found.group(1)
+    # n1 and n2 are names only Slurm knows: the caller is told its address.
+    env = dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
+    try:
+        run = subprocess.run([remote_caller, "report", f"slurm:{job}", "2", "60000", "n1", "n2"], env=env,
+                             capture_output=True, text=True, timeout=180)
+        check(run.returncode == 0 and all(f"rank {r}: pid" in run.stdout for r in range(5)) and "done" in run.stdout,
+              "Placement::slurm: 2 nodes x 2 ranks and the caller return their results by rank", run.stdout + run.stderr)
+        check("[rank 4@" in run.stdout and "] line 0 of rank 3" in run.stdout,
+              "Placement::slurm: the steps' lines come back tagged [rank k@host]", run.stdout)
+        run = subprocess.run([remote_caller, "ddp", f"slurm:{job}", "2", "120000", "n1", "n2"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        check(run.returncode == 0 and "allreduce = 10" in run.stdout and "parameters match one process: yes" in run.stdout,
+              "Placement::slurm: in_ddp over the caller and 2 nodes x 2 ranks trains as one process",
+              run.stdout + run.stderr)
+        inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]")
+        run = subprocess.run([remote_caller, "report", "slurm", "1", "60000", "n1", "n2"], env=inside,
+                             capture_output=True, text=True, timeout=180)
+        check(run.returncode == 0 and "rank 2: pid" in run.stdout,
+              "Placement::slurm inside the allocation: its nodes from SLURM_JOB_NODELIST", run.stdout + run.stderr)
+        steps = subprocess.run(["squeue", "--noheader", "--steps", f"--jobs={job}"], env=cluster.env,
+                               capture_output=True, text=True)
+        check(steps.returncode == 0 and steps.stdout.strip() == "",
+              "Placement::slurm: no step of the allocation is left running", steps.stdout + steps.stderr)
+    finally:
+        subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
+
+
 def mpirun_cases(caller):
     env = clean_environment()
     base = ["mpirun", "--allow-run-as-root", "-n", "2"]
@@ -175,6 +217,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
     parser.add_argument("--hostlist", required=True)
+    parser.add_argument("--remote-caller", required=True)
     parser.add_argument("--example-root", help="a repository whose build/bin/intro exists: run its sbatch script")
     args = parser.parse_args()
     missing = [p for p in ("slurmctld", "slurmd", "srun", "scontrol", "mpirun") if shutil.which(p) is None]
@@ -183,7 +226,7 @@ def main():
     if os.geteuid() != 0 or missing:
         print(f"SKIPPED: needs root and {', '.join(missing) or 'root'} (scripts/install-deps.sh installs them)")
         return SKIPPED
-    slurm_cases(args.caller, args.hostlist, args.example_root)
+    slurm_cases(args.caller, args.hostlist, args.remote_caller, args.example_root)
     mpirun_cases(args.caller)
     return verdict()
 

@@ -1,4 +1,4 @@
-#include "ddp/hostlist.hpp"
+#include "common/hostlist.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,0 +1,20 @@
+#pragma once
+// A short query to another program (Slurm's squeue, say) and what it printed: run by
+// /bin/sh, its stdout and stderr together, within a time limit. The program leads its own
+// process group, so a query that hangs is stopped with whatever it started.
+#include <chrono>
+#include <string>
+
+namespace mpify::detail {
+
+struct CommandOutput {
+    bool succeeded = false;  ///< it exited with status 0 within the time
+    std::string how;         ///< otherwise: "exit code 1", "killed by SIGSEGV", "no answer within 10 s"...
+    std::string output;      ///< what it printed (the first 64 KiB)
+};
+
+/// Runs `command` with /bin/sh, stdin from /dev/null; stops it (and its process group)
+/// once `limit` has passed. Throws SpawnError when it cannot start.
+CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit);
+
+}  // namespace mpify::detail

@@ -1,0 +1,80 @@
+// Placement's launchers turned into what a call runs: Slurm's becomes the srun command
+// and the nodes of the allocation (asked of Slurm once per call, never polled).
+#include "common/hostlist.hpp"
+#include "common/shell_quoted.hpp"
+#include "spawn/command_output.hpp"
+
+#include <mpify/error.hpp>
+#include <mpify/placement.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace mpify::detail {
+namespace {
+
+constexpr std::chrono::seconds slurm_query_limit{10};
+
+std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// A placement template takes %H, %C and %%: a literal % of the user's must be doubled.
+std::string template_literal(const std::string& text) {
+    std::string out;
+    for (char c : text) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+}
+
+std::string allocation_of(const Placement& placement, int remote_ranks) {
+    const char* own = std::getenv("SLURM_JOB_ID");
+    const std::string job = !placement.slurm_job.empty() ? placement.slurm_job : own != nullptr ? own : "";
+    const int per_node = std::max(1, placement.ranks_per_host);
+    if (job.empty())
+        throw UsageError(fmt::format(
+            "mpify: Placement::slurm runs the ranks in a Slurm allocation, and this process is in none (SLURM_JOB_ID "
+            "is not set). Allocate the nodes, then start this program (or Jupyter) in the shell that salloc opens:\n"
+            "    salloc --nodes={} --ntasks-per-node={}\n"
+            "or give the job id of an allocation you hold: mpify::Placement::slurm({}, \"<job id>\").",
+            std::max(1, (remote_ranks + per_node - 1) / per_node), per_node, per_node));
+    if (job.find_first_not_of("0123456789_") != std::string::npos)
+        throw UsageError(fmt::format("mpify: Placement::slurm: '{}' is not a Slurm job id (digits, as squeue shows "
+                                     "them)", job));
+    return job;
+}
+
+std::vector<std::string> nodes_of(const std::string& job) {
+    const char* own = std::getenv("SLURM_JOB_ID");
+    const char* own_nodes = std::getenv("SLURM_JOB_NODELIST");
+    if (own != nullptr && job == own && own_nodes != nullptr && *own_nodes != '\0') return expand_hostlist(own_nodes);
+    const std::string query = "squeue --noheader --jobs=" + shell_quoted(job) + " --format=%N";
+    const CommandOutput answer = command_output(query, slurm_query_limit);
+    const std::string nodes = trimmed(answer.output);
+    if (!answer.succeeded || nodes.empty() || nodes.find_first_of(" \t\n(") != std::string::npos)
+        throw UsageError(fmt::format("mpify: Placement::slurm: cannot find the nodes of job {}: `{}` said \"{}\" ({}). "
+                                     "Is the job running (not pending or ended), and is it yours?",
+                                     job, query, nodes, answer.how));
+    return expand_hostlist(nodes);
+}
+
+}  // namespace
+
+Placement resolve_placement(const Placement& placement, int remote_ranks) {
+    if (placement.launcher != Placement::Launcher::slurm) return placement;
+    Placement resolved = placement;
+    const std::string job = allocation_of(placement, remote_ranks);
+    if (resolved.hosts.empty()) resolved.hosts = nodes_of(job);
+    // One step per rank, sharing the allocation's CPUs with the caller's own step, if any;
+    // srun passes its stdin (the secret) to the step's one task.
+    resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "
+                                   "--quiet {}%C", job,
+                                   placement.launcher_options.empty() ? ""
+                                                                      : template_literal(placement.launcher_options) + " ");
+    resolved.launcher = Placement::Launcher::command;
+    return resolved;
+}
+
+}  // namespace mpify::detail
