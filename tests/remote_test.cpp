@@ -9,6 +9,7 @@
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
+#include <mpify/version.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -222,5 +223,29 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
     options.placement = mpify::Placement::slurm(1, "12; rm -rf /");
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("is not a Slurm job id"));
     if (!saved.empty()) ::setenv("SLURM_JOB_ID", saved.c_str(), 1);
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("strangers on the caller's port during a call are refused and the results do not change",
+          "[remote][once]") {
+    // Before each agent connects, its launcher has strangers knock: silent, garbage, a
+    // proof under another secret, a byte a second (tests/helpers/agent_impostor.py).
+    mpify::Options options = on_this_host(2, 1);
+    options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " strangers %C";
+    const std::vector<int> sums = mpify::ranch(options, 3, in_library::add, 40, 2);
+    CHECK(sums == std::vector<int>{42, 43, 44});  // a + b + rank
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("an agent of another mpify version is an error naming both versions", "[remote][once]") {
+    mpify::Options options = on_this_host(1, 1);
+    options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " version %C";
+    try {
+        mpify::ranch(options, 2, in_library::add, 1, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::SpawnError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("the agent on impostor-host runs mpify 0.0.0-impostor, this caller mpify " +
+                                             std::string(MPIFY_VERSION_STRING)));
+    }
     CHECK(mpify_test::has_no_children());
 }
