@@ -1,5 +1,6 @@
 // Placement's launchers turned into what a call runs: Slurm's becomes the srun command
 // and the nodes of the allocation (asked of Slurm once per call, never polled).
+#include "common/debug_log.hpp"
 #include "common/hostlist.hpp"
 #include "common/shell_quoted.hpp"
 #include "spawn/command_output.hpp"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace mpify::detail {
 namespace {
@@ -67,6 +69,7 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     Placement resolved = placement;
     const std::string job = allocation_of(placement, remote_ranks);
     if (resolved.hosts.empty()) resolved.hosts = nodes_of(job);
+    debug_line(fmt::format("Placement::slurm: job {}, nodes {}", job, fmt::join(resolved.hosts, " ")));
     // One step per rank, sharing the allocation's CPUs with the caller's own step, if any;
     // srun passes its stdin (the secret) to the step's one task.
     resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "

@@ -1,5 +1,6 @@
 #include "spawn/remote_ranks.hpp"
 
+#include "common/debug_log.hpp"
 #include "common/endpoint.hpp"
 #include "common/environment_list.hpp"
 #include "common/poll_set.hpp"
@@ -107,6 +108,7 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
                          std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt)
     : secret_(CallSecret::fresh()) {
     check_placement(placement, ranks.size());
+    started_at_ = Clock::now();
     listener_.emplace(address_toward_hosts(placement.caller_address, placement.hosts), placement.port);
     local_worker_program_ = find_mpify_worker();
     worker_program_ = placement.worker_program.empty() ? local_worker_program_ : placement.worker_program;
@@ -114,8 +116,11 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
     try {
         for (std::size_t i = 0; i < ranks.size(); ++i)
             launch(placement, ranks[i], placement.hosts[i / static_cast<std::size_t>(placement.ranks_per_host)]);
+        debug_line(fmt::format("remote ranks: {} launchers started {}", ranks.size(), since_start()));
         admit(world_size, deadline, interrupt);
+        debug_line(fmt::format("remote ranks: every agent connected back and proved the secret {}", since_start()));
         for (auto& [rank, state] : ranks_) greet(state, deadline);
+        debug_line(fmt::format("remote ranks: every agent said hello {}", since_start()));
     } catch (...) {
         stop_launchers(std::chrono::milliseconds(0));  // the destructor does not run
         throw;
@@ -131,6 +136,7 @@ void RemoteRanks::launch(const Placement& placement, int rank, const std::string
     launched->rank = rank;
     launched->host = host;
     launched->command = filled_template(placement.command, host, agent);
+    debug_line(fmt::format("rank {} on {}: launcher: {}", rank, host, launched->command));
     Pipe secret_in = make_pipe();
     Pipe output = make_pipe();
     LaunchSpec spec;
@@ -221,10 +227,15 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     StartedWorker started = start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(),
                                          deadline);
     state.link.reset();  // the stand-in holds it now
+    debug_line(fmt::format("rank {} on {}: worker and stand-in started {}", rank, state.host, since_start()));
     return started;
 }
 
 const std::string& RemoteRanks::host(int rank) const { return ranks_.at(rank).host; }
+
+std::string RemoteRanks::since_start() const {
+    return fmt::format("at +{} ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_).count());
+}
 
 void RemoteRanks::launcher_failed(const Launched& launched, const std::string& what) {
     std::string how;
@@ -239,7 +250,10 @@ void RemoteRanks::launcher_failed(const Launched& launched, const std::string& w
     throw SpawnError(text);
 }
 
-RemoteRanks::~RemoteRanks() { stop_launchers(launcher_farewell); }
+RemoteRanks::~RemoteRanks() {
+    stop_launchers(launcher_farewell);
+    debug_line(fmt::format("remote ranks: every launcher ended {}", since_start()));
+}
 
 void RemoteRanks::stop_launchers(std::chrono::milliseconds farewell) noexcept {
     // When the call went well, their agents have ended (the call's supervisor reaped every

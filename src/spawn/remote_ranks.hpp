@@ -62,6 +62,8 @@ private:
     [[noreturn]] void launcher_failed(const Launched& launched, const std::string& what);
     /// Gives the launchers `farewell` to end, then stops them and what they started.
     void stop_launchers(std::chrono::milliseconds farewell) noexcept;
+    /// "at +N ms" since the ranks began to start, for the debug log.
+    std::string since_start() const;
 
     std::optional<ConnectBackListener> listener_;  // closed once every agent is in
     CallSecret secret_;
@@ -69,6 +71,7 @@ private:
     std::string worker_program_;        // mpify-worker on the hosts: the agents
     std::vector<std::unique_ptr<Launched>> launched_;
     std::map<int, Rank> ranks_;
+    Clock::time_point started_at_;
 };
 
 }  // namespace mpify::detail

@@ -3,7 +3,8 @@
 remote ranks in namespace b, started by the command template "ip netns exec <b> %C"; the
 agents connect back over the veth link to the caller's address on the route to b (no
 loopback between them). The ranks return their results by rank and their lines come back
-tagged with the host; in_ddp forms one group of the caller's rank and theirs, which trains
+tagged with the host (and MPIFY_DEBUG logs the launchers' commands, never the secret);
+in_ddp forms one group of the caller's rank and theirs, which trains
 as one process does; a link cut mid-call is a clear error within 5 s; a caller killed
 mid-call leaves nothing running on b; nothing is left listening anywhere.
 
@@ -12,6 +13,7 @@ mid-call leaves nothing running on b; nothing is left listening anywhere.
 Needs root (ip netns); exits 77 (ctest: skipped) where namespaces cannot be made."""
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,11 +23,12 @@ from checks import check
 from netns import finish, ip, run_on_two_hosts
 
 
-def start(hosts, caller, mode, timeout_ms, per_host=2):
+def start(hosts, caller, mode, timeout_ms, per_host=2, debug=False):
     template = f"ip netns exec {hosts.names['b']} %C"
+    env = dict(os.environ, MPIFY_DEBUG="1") if debug else None
     return subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, mode, template, str(per_host),
                              str(timeout_ms), hosts.addresses["b"]],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
 def wait_for_markers(process, count, within):
@@ -51,9 +54,12 @@ def nothing_left_on_b(hosts, what, within=5):
 
 def run_cases(hosts, caller):
     # Results by rank and tagged lines: 2 ranks on b, the caller's rank 0 on a.
-    out, status = finish(start(hosts, caller, "report", 60000), 120)
+    out, status = finish(start(hosts, caller, "report", 60000, debug=True), 120)
     check(status == 0 and "rank 1: pid" in out and "rank 2: pid" in out and "done" in out,
           "two ranks on b return their results to the caller on a", out)
+    check(f"mpify debug: rank 2 on {hosts.addresses['b']}: launcher: ip netns exec {hosts.names['b']} env " in out
+          and "every agent connected back" in out, "MPIFY_DEBUG logs each launcher's command and the phases", out)
+    check(re.search(r"[0-9a-f]{64}", out) is None, "the call's secret is in no output, the debug log's included", out)
     check("@" in out and "] line 0 of rank 2" in out and "[rank 1@" in out,
           "the remote ranks' lines come back tagged [rank k@host]", out)
     nothing_left_on_b(hosts, "after the call")

@@ -1,0 +1,15 @@
+#pragma once
+// mpify's debug log: with MPIFY_DEBUG set (to anything but "" or "0") in the caller's
+// environment, mpify says on the caller's stderr what it runs on the user's behalf (the
+// launchers' exact commands) and how long each step of starting remote ranks took.
+// Secrets never go into it.
+#include <string>
+
+namespace mpify::detail {
+
+/// Whether MPIFY_DEBUG asks for the debug log.
+bool debug_wanted();
+/// Writes "mpify debug: <text>" and a newline to stderr in one write, when debug_wanted().
+void debug_line(const std::string& text);
+
+}  // namespace mpify::detail
