@@ -6,7 +6,7 @@
 //   MODE: report  every rank's pid ("rank k: pid P"), then a call whose workers print
 //                 lines (relayed as "[rank k@host] ..."), then "done"
 //         hang    every worker prints "pid P marker 1" and waits until stopped; the
-//                 caller waits without a rank of its own
+//                 caller waits without a rank of its own; SIGINT interrupts it
 //         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
 //                 (the sum of the ranks), then "parameters match one process: yes|no"
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
             for (std::size_t i = 0; match && i < ddp.size(); ++i) match = at::allclose(ddp[i], single[i], 0, 1e-5);
             std::cout << "parameters match one process: " << (match ? "yes" : "no") << std::endl;
         } else if (mode == "hang") {
+            mpify::stop_on_sigint();  // SIGINT interrupts the call, as a notebook's interrupt does
             options.caller_rank = std::nullopt;
             mpify::ranch(options, n - 1, in_library::hang_on_workers, 1);
         } else {

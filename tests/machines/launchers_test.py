@@ -15,6 +15,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,6 +162,18 @@ def slurm_cases(caller, hostlist, remote_caller, example):
                   "examples/launch/intro.sbatch trains intro on 2 nodes x 2 ranks", said + job.stderr)
 
 
+def no_step_left(cluster, job, when, within=5):
+    deadline = time.monotonic() + within
+    while True:
+        steps = subprocess.run(["squeue", "--noheader", "--steps", f"--jobs={job}"], env=cluster.env,
+                               capture_output=True, text=True)
+        if steps.stdout.strip() == "" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)  # srun's steps end as their tasks do: asked again until then
+    check(steps.returncode == 0 and steps.stdout.strip() == "",
+          f"Placement::slurm {when}: no step of the allocation is left running", steps.stdout + steps.stderr)
+
+
 def slurm_placement_cases(cluster, remote_caller):
     """One caller outside the allocation (a login node), its ranks steps of the
     allocation through Placement::slurm: results, tagged lines, in_ddp; then the same
@@ -191,10 +204,45 @@ def slurm_placement_cases(cluster, remote_caller):
                              capture_output=True, text=True, timeout=180)
         check(run.returncode == 0 and "rank 2: pid" in run.stdout,
               "Placement::slurm inside the allocation: its nodes from SLURM_JOB_NODELIST", run.stdout + run.stderr)
-        steps = subprocess.run(["squeue", "--noheader", "--steps", f"--jobs={job}"], env=cluster.env,
-                               capture_output=True, text=True)
-        check(steps.returncode == 0 and steps.stdout.strip() == "",
-              "Placement::slurm: no step of the allocation is left running", steps.stdout + steps.stderr)
+        no_step_left(cluster, job, "after the calls")
+        # A remote worker SIGKILLed mid-call, then an interrupt mid-call: each ends the call
+        # with a clear error in time, and leaves no step.
+        for how in ("a worker killed", "an interrupt"):
+            caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            seen, pids = "", []
+            while len(pids) < 2:
+                line = caller.stdout.readline()
+                if not line:
+                    break
+                seen += line
+                found = re.search(r"pid (\d+) marker", line)
+                if found:
+                    pids.append(int(found.group(1)))
+            check(len(pids) == 2, f"Placement::slurm, {how}: both remote workers run first", seen)
+            if len(pids) < 2:
+                caller.kill()
+                caller.communicate()
+                continue
+            at = time.monotonic()
+            if how == "a worker killed":
+                os.kill(pids[1], signal.SIGKILL)
+            else:
+                caller.send_signal(signal.SIGINT)
+            try:
+                out, _ = caller.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                caller.kill()
+                out, _ = caller.communicate()
+            elapsed = time.monotonic() - at
+            if how == "a worker killed":
+                check(caller.returncode == 1 and "SIGKILL" in out and "rank " in out and elapsed < 5,
+                      f"Placement::slurm: a remote worker SIGKILLed is an error naming it within 5 s "
+                      f"({elapsed:.1f} s)", seen + out)
+            else:
+                check(caller.returncode == 1 and "nterrupted" in out and elapsed < 2,
+                      f"Placement::slurm: an interrupt ends the call within 2 s ({elapsed:.1f} s)", seen + out)
+            no_step_left(cluster, job, f"after {how}")
     finally:
         subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
 
