@@ -40,6 +40,10 @@ struct Placement {
         /// is the user's. Outside an allocation a call is a UsageError with the salloc
         /// line to run.
         slurm,
+        /// Open MPI's mpirun starts each remote rank's agent on its host: `mpirun
+        /// --host HOST -np 1` (plus `launcher_options`), on `hosts` in blocks. mpirun
+        /// passes its stdin (the secret) on to its one process.
+        mpirun,
     };
     Launcher launcher = Launcher::this_machine;
 
@@ -51,7 +55,8 @@ struct Placement {
     std::string command;
     /// For Launcher::slurm: the allocation's job id; empty: SLURM_JOB_ID.
     std::string slurm_job;
-    /// For Launcher::slurm: more options for srun, as shell words (e.g. "--gpus-per-task=1").
+    /// For Launcher::slurm and mpirun: more options for srun or mpirun, as shell words
+    /// (e.g. "--gpus-per-task=1", "--mca btl_tcp_if_include eth0").
     std::string launcher_options;
     /// The address of this machine that the agents connect back to; empty: this machine's
     /// address on the route to the first host. A wildcard (0.0.0.0, ::) is refused.
@@ -69,6 +74,16 @@ struct Placement {
         Placement placement;
         placement.launcher = Launcher::command;
         placement.command = std::move(command);
+        placement.hosts = std::move(hosts);
+        placement.ranks_per_host = ranks_per_host;
+        return placement;
+    }
+
+    /// Ranks started by Open MPI's mpirun (see Launcher::mpirun) on `hosts`,
+    /// `ranks_per_host` on each in turn.
+    static Placement mpirun(std::vector<std::string> hosts, int ranks_per_host = 1) {
+        Placement placement;
+        placement.launcher = Launcher::mpirun;
         placement.hosts = std::move(hosts);
         placement.ranks_per_host = ranks_per_host;
         return placement;

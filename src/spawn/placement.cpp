@@ -1,5 +1,6 @@
-// Placement's launchers turned into what a call runs: Slurm's becomes the srun command
-// and the nodes of the allocation (asked of Slurm once per call, never polled).
+// Placement's launchers turned into what a call runs, a command template and its hosts:
+// Slurm's becomes the srun command and the nodes of the allocation (asked of Slurm once
+// per call, never polled); mpirun's, its command on the hosts given.
 #include "common/debug_log.hpp"
 #include "common/hostlist.hpp"
 #include "common/shell_quoted.hpp"
@@ -62,9 +63,20 @@ std::vector<std::string> nodes_of(const std::string& job) {
     return expand_hostlist(nodes);
 }
 
+// The extra options, as words the template keeps (a % doubled), and a space after them.
+std::string options_words(const Placement& placement) {
+    return placement.launcher_options.empty() ? "" : template_literal(placement.launcher_options) + " ";
+}
+
 }  // namespace
 
 Placement resolve_placement(const Placement& placement, int remote_ranks) {
+    if (placement.launcher == Placement::Launcher::mpirun) {
+        Placement resolved = placement;
+        resolved.command = "mpirun --host %H -np 1 " + options_words(placement) + "%C";
+        resolved.launcher = Placement::Launcher::command;
+        return resolved;
+    }
     if (placement.launcher != Placement::Launcher::slurm) return placement;
     Placement resolved = placement;
     const std::string job = allocation_of(placement, remote_ranks);
@@ -73,9 +85,7 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     // One step per rank, sharing the allocation's CPUs with the caller's own step, if any;
     // srun passes its stdin (the secret) to the step's one task.
     resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "
-                                   "--quiet {}%C", job,
-                                   placement.launcher_options.empty() ? ""
-                                                                      : template_literal(placement.launcher_options) + " ");
+                                   "--quiet {}%C", job, options_words(placement));
     resolved.launcher = Placement::Launcher::command;
     return resolved;
 }

@@ -2,7 +2,8 @@
 // through a command template (Options::placement), results printed by rank.
 //   mpify_test_remote_caller MODE TEMPLATE PER_HOST TIMEOUT_MS HOST...
 //   TEMPLATE: a command template, or "slurm" (the caller's allocation) or "slurm:JOB"
-//             (Placement::slurm; the HOSTs then only count the nodes)
+//             (Placement::slurm; the HOSTs then only count the nodes), or "mpirun OPTIONS"
+//             (Placement::mpirun with those launcher options)
 //   MODE: report  every rank's pid ("rank k: pid P"), then a call whose workers print
 //                 lines (relayed as "[rank k@host] ..."), then "done"
 //         hang    every worker prints "pid P marker 1" and waits until stopped; the
@@ -13,6 +14,7 @@
 #include "ddp_functions.hpp"
 #include "functions.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -31,6 +33,9 @@ int main(int argc, char** argv) {
     if (launcher.rfind("slurm", 0) == 0) {
         options.placement = mpify::Placement::slurm(std::atoi(argv[3]), launcher.substr(launcher.find(':') + 1));
         if (launcher == "slurm") options.placement.slurm_job.clear();  // the caller's own allocation
+    } else if (launcher.rfind("mpirun", 0) == 0) {
+        options.placement = mpify::Placement::mpirun(hosts, std::atoi(argv[3]));
+        options.placement.launcher_options = launcher.substr(std::min(launcher.size(), std::string("mpirun ").size()));
     } else {
         options.placement = mpify::Placement::by_command(launcher, hosts, std::atoi(argv[3]));
     }

@@ -247,7 +247,7 @@ def slurm_placement_cases(cluster, remote_caller):
         subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
 
 
-def mpirun_cases(caller):
+def mpirun_cases(caller, remote_caller):
     env = clean_environment()
     base = ["mpirun", "--allow-run-as-root", "-n", "2"]
     run = subprocess.run(base + ["-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT=29531", caller, "allreduce", "2",
@@ -259,6 +259,11 @@ def mpirun_cases(caller):
                          timeout=120)
     check(run.returncode != 0 and run.stdout.count("mpirun -x MASTER_ADDR=") == 2,
           "mpirun without MASTER_ADDR: each caller says how to give it", run.stdout + run.stderr)
+    # One caller, its ranks started by mpirun (Placement::mpirun) on the host "localhost".
+    run = subprocess.run([remote_caller, "report", "mpirun --allow-run-as-root", "2", "60000", "localhost"], env=env,
+                         capture_output=True, text=True, timeout=180)
+    check(run.returncode == 0 and all(f"rank {r}: pid" in run.stdout for r in range(3)) and "[rank 2@" in run.stdout,
+          "Placement::mpirun: 2 ranks started by mpirun return their results and tagged lines", run.stdout + run.stderr)
 
 
 def main():
@@ -275,7 +280,7 @@ def main():
         print(f"SKIPPED: needs root and {', '.join(missing) or 'root'} (scripts/install-deps.sh installs them)")
         return SKIPPED
     slurm_cases(args.caller, args.hostlist, args.remote_caller, args.example_root)
-    mpirun_cases(args.caller)
+    mpirun_cases(args.caller, args.remote_caller)
     return verdict()
 
 
