@@ -18,17 +18,26 @@ constexpr std::size_t kept_output_bytes = 64 * 1024;
 
 }  // namespace
 
-CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit) {
-    const Clock::time_point deadline = Clock::now() + limit;
-    Pipe output = make_pipe();
+LaunchSpec shell_command(const std::string& command, int output_fd) {
     LaunchSpec spec;
     spec.executable = "/bin/sh";
     spec.argv = {"sh", "-c", command};
     spec.env = environment_with({});
-    spec.stdout_fd = output.write_end.get();
-    spec.stderr_fd = output.write_end.get();
+    spec.stdout_fd = output_fd;
+    spec.stderr_fd = output_fd;
     spec.own_process_group = true;
-    const ChildProcess child = spawn_by_exec(spec);
+    return spec;
+}
+
+std::string how_it_ended(const siginfo_t& end) {
+    return end.si_code == CLD_EXITED ? fmt::format("exit code {}", end.si_status)
+                                     : "killed by " + signal_description(end.si_status);
+}
+
+CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit) {
+    const Clock::time_point deadline = Clock::now() + limit;
+    Pipe output = make_pipe();
+    const ChildProcess child = spawn_by_exec(shell_command(command, output.write_end.get()));
     output.write_end.reset();  // end of file once the program (and what it started) is done
 
     CommandOutput result;
@@ -51,11 +60,11 @@ CommandOutput command_output(const std::string& command, std::chrono::millisecon
     const bool reaped = wait_for_child(child.pid, &end);
     if (!in_time) {
         result.how = fmt::format("no answer within {} ms", limit.count());
-    } else if (reaped && end.si_code == CLD_EXITED) {
-        result.succeeded = end.si_status == 0;
-        result.how = fmt::format("exit code {}", end.si_status);
+    } else if (!reaped) {
+        result.how = "reaped by someone else";
     } else {
-        result.how = reaped ? "killed by " + signal_description(end.si_status) : "reaped by someone else";
+        result.succeeded = end.si_code == CLD_EXITED && end.si_status == 0;
+        result.how = how_it_ended(end);
     }
     return result;
 }

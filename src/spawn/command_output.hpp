@@ -2,6 +2,10 @@
 // A short query to another program (Slurm's squeue, say) and what it printed: run by
 // /bin/sh, its stdout and stderr together, within a time limit. The program leads its own
 // process group, so a query that hangs is stopped with whatever it started.
+#include "spawn/child_process.hpp"
+
+#include <signal.h>
+
 #include <chrono>
 #include <string>
 
@@ -12,6 +16,14 @@ struct CommandOutput {
     std::string how;         ///< otherwise: "exit code 1", "killed by SIGSEGV", "no answer within 10 s"...
     std::string output;      ///< what it printed (the first 64 KiB)
 };
+
+/// How /bin/sh is started to run `command` in its own process group (so that it is
+/// stopped with whatever it starts), its stdout and stderr both to `output_fd`; stdin is
+/// /dev/null unless the caller sets `stdin_fd`.
+LaunchSpec shell_command(const std::string& command, int output_fd);
+
+/// How a reaped child ended, from its waitid status: "exit code 1", "killed by SIGSEGV ...".
+std::string how_it_ended(const siginfo_t& end);
 
 /// Runs `command` with /bin/sh, stdin from /dev/null; stops it (and its process group)
 /// once `limit` has passed. Throws SpawnError when it cannot start.

@@ -8,6 +8,7 @@
 #include "common/shell_quoted.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
+#include "spawn/command_output.hpp"
 #include "spawn/exec_spawner.hpp"
 #include "spawn/worker_host.hpp"
 
@@ -139,14 +140,8 @@ void RemoteRanks::launch(const Placement& placement, int rank, const std::string
     debug_line(fmt::format("rank {} on {}: launcher: {}", rank, host, launched->command));
     Pipe secret_in = make_pipe();
     Pipe output = make_pipe();
-    LaunchSpec spec;
-    spec.executable = "/bin/sh";
-    spec.argv = {"sh", "-c", launched->command};
-    spec.env = environment_with({});
+    LaunchSpec spec = shell_command(launched->command, output.write_end.get());
     spec.stdin_fd = secret_in.read_end.get();
-    spec.stdout_fd = output.write_end.get();
-    spec.stderr_fd = output.write_end.get();
-    spec.own_process_group = true;
     launched->process = spawn_by_exec(spec);
     launched->output = std::move(output.read_end);
     set_blocking(launched->output.get(), false);
@@ -238,10 +233,7 @@ std::string RemoteRanks::since_start() const {
 }
 
 void RemoteRanks::launcher_failed(const Launched& launched, const std::string& what) {
-    std::string how;
-    if (launched.reaped)
-        how = launched.end.si_code == CLD_EXITED ? fmt::format(" (exit code {})", launched.end.si_status)
-                                                 : fmt::format(" (killed by {})", signal_description(launched.end.si_status));
+    const std::string how = launched.reaped ? " (" + how_it_ended(launched.end) + ")" : "";
     std::string text = fmt::format("mpify: the launcher of rank {} on {} {}{}: {}", launched.rank, launched.host, what,
                                    how, launched.command);
     if (!launched.tail.empty()) text += "\nits last output:\n" + launched.tail;
