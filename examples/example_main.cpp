@@ -16,12 +16,15 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
             cli.procs = std::atoi(argv[++i]);
         } else if (std::strcmp(argv[i], "--out") == 0 && has_value) {
             cli.out_dir = argv[++i];
+        } else if (std::strcmp(argv[i], "--in-ddp-only") == 0) {
+            cli.alone_too = false;
         } else if (std::strcmp(argv[i], "--nodes-from-environment") == 0) {
             cli.across_machines = true;
         } else {
-            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR] [--nodes-from-environment]\n"
+            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR] [--in-ddp-only] [--nodes-from-environment]\n"
                                  "  --procs N  processes of the in_ddp run (per machine; default 2)\n"
                                  "  --out DIR  folder for the per-epoch CSV files (default .)\n"
+                                 "  --in-ddp-only  skip the run in this process, train with in_ddp only\n"
                                  "  --nodes-from-environment  train once, as one machine of several, placed by\n"
                                  "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
                          program);
@@ -47,17 +50,19 @@ void save_pictures(const CommandLine& cli, const std::string& name, const Histor
     std::printf("pictures: %s\n", saved.c_str());
 }
 
-int report(const History& alone, const History& together, const std::string& metric, double target, Goal goal) {
-    const std::vector<std::pair<std::string, const History*>> runs = {
-        {"1 process", &alone}, {std::to_string(together.world_size) + " processes", &together}};
+int report(const History* alone, const History& together, const std::string& metric, double target, Goal goal) {
+    std::vector<std::pair<std::string, const History*>> runs;
+    if (alone) runs.emplace_back("1 process", alone);
+    runs.emplace_back(std::to_string(together.world_size) + " processes", &together);
     const bool budgeted = LearnerOptions::max_batches_from_environment() > 0;
     bool reached = true;
-    std::printf("\n%-14s %12s %10s %9s\n", "", metric.c_str(), "time (s)", "speed-up");
+    std::printf("\n%-14s %12s %10s%s\n", "", metric.c_str(), "time (s)", alone ? "  speed-up" : "");
     for (const auto& [name, history] : runs) {
         const double value = history->final(metric);
         reached = reached && (goal == Goal::at_least ? value >= target : value <= target);
-        std::printf("%-14s %12.4f %10.1f %8.2fx\n", name.c_str(), value, history->seconds,
-                    alone.seconds / history->seconds);
+        std::printf("%-14s %12.4f %10.1f", name.c_str(), value, history->seconds);
+        if (alone) std::printf(" %8.2fx", alone->seconds / history->seconds);
+        std::printf("\n");
     }
     const char* relation = goal == Goal::at_least ? ">=" : "<=";
     if (budgeted) {

@@ -1,6 +1,9 @@
 #include "ddp_functions.hpp"
 
+#include <mpify/torch.hpp>
+
 #include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +21,13 @@
 #include <thread>
 
 namespace ddp_test {
+
+/// A small model whose training on n ranks must match one process exactly.
+struct Mlp : torch::nn::Module {
+    Mlp();
+    at::Tensor forward(const at::Tensor& x);
+    torch::nn::Linear first{nullptr}, second{nullptr};
+};
 
 Mlp::Mlp() {
     first = register_module("first", torch::nn::Linear(6, 8));

@@ -1,17 +1,19 @@
 #pragma once
 // Functions the DDP tests run with in_ddp (compiled into the test-functions library).
-#include <mpify/torch.hpp>
+// Light on purpose: the tests include it in many files, and <torch/torch.h> (or
+// <mpify/torch.hpp>) costs each of them 17 s of compiling; ddp_functions.cpp has them.
+#include <mpify/ddp_guard.hpp>
+#include <mpify/mpify.hpp>
+#include <mpify/tensor.hpp>
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ddp_test {
-
-/// A small model whose training on n ranks must match one process exactly.
-struct Mlp : torch::nn::Module {
-    Mlp();
-    at::Tensor forward(const at::Tensor& x);
-    torch::nn::Linear first{nullptr}, second{nullptr};
-};
 
 /// The fixed data set: 12 samples of 6 features, one target each.
 std::pair<at::Tensor, at::Tensor> equivalence_data();

@@ -2,9 +2,14 @@
 #include "ddp_functions.hpp"
 #include "support.hpp"
 
+#include <mpify/ddp.hpp>
+#include <mpify/distributed_sampler.hpp>
+
+#include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
 #include <catch2/catch.hpp>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <numeric>

@@ -3,7 +3,7 @@
 # from its seed corpus (tests/fuzz/corpus/<target>, copied: the seeds stay as they are).
 # Fails when a target finds a crash, a leak or an overlong allocation (its input is kept
 # in BUILD_DIR/findings). Exits 77 (ctest: skipped) without clang++-19 and libFuzzer.
-#   tests/fuzz/run_fuzzers.sh build/fuzz 20              (what ./run test does)
+#   tests/fuzz/run_fuzzers.sh build/fuzz 10              (what ./run test does)
 #   tests/fuzz/run_fuzzers.sh build/fuzz 600 channel_fuzzer
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -7,6 +7,8 @@
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
 #include "ddp_functions.hpp"
 
+#include <ATen/ATen.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>

@@ -14,6 +14,8 @@
 #include "ddp_functions.hpp"
 #include "functions.hpp"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>

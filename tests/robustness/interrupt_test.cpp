@@ -3,6 +3,8 @@
 #include "functions.hpp"
 #include "support.hpp"
 
+#include <mpify/ddp.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <signal.h>
