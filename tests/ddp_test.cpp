@@ -1,6 +1,7 @@
 // DdpGuard, in_ddp, the ddp helpers and DistributedDataParallel, on Gloo over loopback.
 #include "ddp_functions.hpp"
 #include "support.hpp"
+#include "tensor_functions.hpp"
 
 #include <mpify/ddp.hpp>
 #include <mpify/distributed_sampler.hpp>
@@ -172,6 +173,22 @@ TEST_CASE("ddp::active tells code inside in_ddp from code outside it", "[ddp]") 
     CHECK_FALSE(mpify::ddp::active());
     CHECK(mpify::in_ddp(2, ddp_test::group_is_active));
     CHECK_FALSE(mpify::ddp::active());
+}
+
+TEST_CASE("every rank of a ranch caches tensor memory while its function runs unless told not to, and the "
+          "caller's allocator comes back",
+          "[memory]") {
+    c10::Allocator* before = c10::GetCPUAllocator();
+    REQUIRE(before == c10::GetDefaultCPUAllocator());  // no call runs
+    CHECK(mpify::ranch(3, in_library::tensor_memory_cached) == std::vector<bool>{true, true, true});
+    CHECK(c10::GetCPUAllocator() == before);
+    mpify::Options off;
+    off.env["MPIFY_TENSOR_MEMORY_CACHE"] = "0";
+    CHECK(mpify::ranch(off, 3, in_library::tensor_memory_cached) == std::vector<bool>{false, false, false});
+    off.env["MPIFY_TENSOR_MEMORY_CACHE"] = "yes";
+    CHECK_THROWS_WITH(mpify::ranch(off, 2, in_library::tensor_memory_cached),
+                      Contains("MPIFY_TENSOR_MEMORY_CACHE") && Contains("yes"));
+    CHECK(c10::GetCPUAllocator() == before);
 }
 
 TEST_CASE("every rank's DdpGuard caches tensor memory unless told not to, and the caller's allocator comes back",

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/CPUAllocator.h>
 
 #include <unistd.h>
 
@@ -40,5 +41,8 @@ MPIFY_REGISTER(worker_facts);
 
 bool is_arange(at::Tensor t, std::int64_t n) { return t.numel() == n && t.equal(at::arange(n, t.options())); }
 MPIFY_REGISTER(is_arange);
+
+bool tensor_memory_cached() { return c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator(); }
+MPIFY_REGISTER(tensor_memory_cached);
 
 }  // namespace in_library

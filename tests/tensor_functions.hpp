@@ -28,4 +28,7 @@ WorkerFacts worker_facts(int pool_size);
 
 /// True if `t` is exactly arange(n) in its own dtype.
 bool is_arange(at::Tensor t, std::int64_t n);
+
+/// True if LibTorch's CPU allocator is not its default one here (a TensorMemoryCache lives).
+bool tensor_memory_cached();
 }  // namespace in_library

@@ -21,8 +21,10 @@ namespace mpify {
 /// thread; the outermost's destruction restores LibTorch's allocator and unmaps what was
 /// kept unused.
 ///
-/// DdpGuard (and so in_ddp) holds one in every rank, the caller's too, unless
-/// DdpOptions::cache_tensor_memory is false or MPIFY_TENSOR_MEMORY_CACHE=0.
+/// mpify holds one for you: in every rank of a ranch call while its function runs, the
+/// caller's own rank included, once LibTorch is in the process (libmpify_torch is
+/// loaded); and DdpGuard (so in_ddp) in every rank unless DdpOptions::cache_tensor_memory
+/// is false. MPIFY_TENSOR_MEMORY_CACHE=0 in the environment turns both off.
 class MPIFY_API TensorMemoryCache {
 public:
     TensorMemoryCache();

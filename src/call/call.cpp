@@ -3,6 +3,7 @@
 #include "call/environment.hpp"
 #include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
+#include "registry/rank_memory.hpp"
 #include "spawn/start_worker.hpp"
 #include "spawn/worker_host.hpp"
 #include "wire/messages.hpp"
@@ -145,6 +146,7 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     const FailureStampScope stamping(thrown_at);
     std::thread watcher = start_watcher();
     try {
+        const RankMemoryScope memory = open_rank_memory();  // as every worker holds
         own_rank();
     } catch (...) {
         error = std::current_exception();

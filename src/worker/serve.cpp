@@ -4,6 +4,7 @@
 #include "common/object_locator.hpp"
 #include "contract/process_contract.hpp"
 #include "registry/function_table.hpp"
+#include "registry/rank_memory.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
@@ -115,6 +116,8 @@ std::string run_call(const CallMeta& call, std::string_view args) {
         static void run(void* self) {
             auto* b = static_cast<Body*>(self);
             try {
+                // Opened here, after the function's library (and so LibTorch) is loaded.
+                const RankMemoryScope memory = open_rank_memory();
                 b->result = b->function.invoke(b->args, b->want_result);
             } catch (...) {
                 send_failure();

@@ -1,0 +1,27 @@
+// Every rank of a call holds a TensorMemoryCache while it runs its function, once
+// LibTorch (and so this library) is in the process: installed into the core's rank
+// memory hook as libmpify_torch loads, taken out as it unloads. MPIFY_TENSOR_MEMORY_CACHE=0
+// turns it off, as it does DdpGuard's.
+#include "registry/rank_memory.hpp"
+#include "common/environment_number.hpp"
+
+#include <mpify/tensor_memory.hpp>
+
+namespace mpify::detail {
+namespace {
+
+RankMemoryScope open_tensor_memory_cache() {
+    if (environment_number("MPIFY_TENSOR_MEMORY_CACHE", 1, Malformed::reject, "mpify (each rank's tensor memory cache)",
+                           0, 1) == 0)
+        return {};
+    return std::make_shared<TensorMemoryCache>();
+}
+
+struct Installation {
+    Installation() { install_rank_memory(open_tensor_memory_cache); }
+    ~Installation() { install_rank_memory(nullptr); }
+};
+const Installation installation;
+
+}  // namespace
+}  // namespace mpify::detail

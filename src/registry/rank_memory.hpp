@@ -1,0 +1,27 @@
+#pragma once
+// What a rank holds while it runs its function, beyond what the core knows of: as it
+// loads, libmpify_torch installs a TensorMemoryCache here, so that the caller's rank and
+// every worker run a training step without faulting its temporaries in afresh. (The
+// caller's rank, first thing in a fresh process, trained a small CNN at 0.42× a
+// worker's speed without it, 5400 page faults a step: benchmarks/caller_rank_bench.cpp.)
+#include <mpify/export.hpp>
+
+#include <memory>
+
+namespace mpify::detail {
+
+/// A rank's memory scope: it ends when the last copy is destroyed; empty when nothing is
+/// installed (or the user turned it off).
+using RankMemoryScope = std::shared_ptr<void>;
+
+/// Opens a scope for a rank about to run its function.
+using RankMemoryOpener = RankMemoryScope (*)();
+
+/// Installs `open` as what every rank of this process opens (libmpify_torch's, as it
+/// loads); nullptr uninstalls it (as it unloads).
+MPIFY_API void install_rank_memory(RankMemoryOpener open) noexcept;
+
+/// The installed opener's scope, or an empty one.
+RankMemoryScope open_rank_memory();
+
+}  // namespace mpify::detail
