@@ -3,6 +3,7 @@
 // parameter after backward.
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
+//   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
 #include "timing.hpp"
 
 #include <data/fashion_mnist.hpp>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 namespace {
 
@@ -78,9 +80,16 @@ MPIFY_REGISTER(train_steps);
 
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
-    const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
     mpify::Options quiet;
     quiet.relay = mpify::Relay::discard;
+    // --train N STEPS: one training run of N ranks (the caller is rank 0), its samples per
+    // second alone on stdout: what python_ddp_bench.py compares with PyTorch's Python DDP.
+    if (argc > 3 && std::string(argv[1]) == "--train") {
+        const int n = std::max(1, std::atoi(argv[2])), steps = std::max(5, std::atoi(argv[3]));
+        std::printf("%.1f\n", mpify::in_ddp(mpify::DdpOptions{}, quiet, n, train_steps, steps, true));
+        return 0;
+    }
+    const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
 
     std::printf("mpify DDP benchmark (Gloo on loopback, one thread per rank)\n\n");
     std::printf("%-36s %10s %10s %8s\n", "", "in_ddp (s)", "ranch (s)", "ratio");
