@@ -1,5 +1,6 @@
 #include "ddp/open_group.hpp"
 
+#include "common/debug_log.hpp"
 #include "common/scoped_environment.hpp"
 #include "ddp/gloo_release.hpp"
 #include "ddp/pair_proof.hpp"
@@ -19,11 +20,29 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
 
 namespace mpify::detail {
 namespace {
+
+// With MPIFY_DEBUG: "rank R: <what> after N ms" from the start of the group's forming,
+// so a slow start shows which round it waited in.
+class FormingLog {
+public:
+    explicit FormingLog(int rank) : rank_(rank) {}
+    void reached(const std::string& what) const {
+        if (!debug_wanted()) return;
+        const auto elapsed = std::chrono::steady_clock::now() - start_;
+        debug_line(fmt::format("rank {}: {} after {:.1f} ms", rank_, what,
+                               std::chrono::duration<double, std::milli>(elapsed).count()));
+    }
+
+private:
+    int rank_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 bool is_loopback(const std::string& addr) {
     return addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
@@ -96,7 +115,7 @@ std::string troubles(const std::vector<std::string>& reports) {
 // A Gloo group whose every pair proved to be its two ranks' connection, formed again when
 // one did not (each attempt under a prefix of its own, so on new ports).
 c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<store::Client>& store,
-                                                       const DdpSettings& s) {
+                                                       const DdpSettings& s, const FormingLog& log) {
     std::string last;
     for (int attempt = 0; attempt < gloo_attempts; ++attempt) {
         const std::string phase = "gloo" + std::to_string(attempt);
@@ -105,16 +124,21 @@ c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<
         const std::string proof = publish_proof(*store, prefix, s.rank);
         c10::intrusive_ptr<c10d::ProcessGroup> group;
         std::string trouble;
+        log.reached(phase + ": proof published");
         try {
             group = create_group(c10::make_intrusive<c10d::PrefixStore>(prefix, store), s, Backend::gloo);
         } catch (const std::exception& e) {
             trouble = "its connections failed: " + first_line_of(e);
             release_waiting_peers(*store, prefix, s);
         }
+        log.reached(phase + ": Gloo's connections made");
         last = troubles(gather_reports(*store, s, phase + "/connected", trouble, "did not finish connecting"));
         if (!last.empty()) continue;
+        log.reached(phase + ": every rank connected");
         trouble = prove_pairs(*group, *store, prefix, proof, s, std::min(s.timeout, proof_patience));
+        log.reached(phase + ": pairs proven");
         last = troubles(gather_reports(*store, s, phase + "/proven", trouble, "did not prove its connections"));
+        log.reached(phase + ": every rank's pairs proven");
         if (last.empty()) return group;
     }
     throw Error(fmt::format(
@@ -143,6 +167,7 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     if (!s.gpus.empty() && s.local_rank >= static_cast<int>(s.gpus.size()))
         throw UsageError(fmt::format("mpify::DdpGuard: local rank {} has no entry in gpus (it has {})", s.local_rank,
                                      s.gpus.size()));
+    const FormingLog log(s.rank);
     auto state = std::make_unique<ProcessGroupState>();
     state->sigpipe = std::make_unique<SigpipeBlock>();  // before Gloo starts its threads
     if (s.cache_tensor_memory) state->tensor_memory = std::make_unique<TensorMemoryCache>();
@@ -161,9 +186,11 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     if (s.store.empty() && s.rank == 0) state->store_server = std::make_unique<store::Server>(store_endpoint(s));
     auto store = connect_store(s);
     state->store = store;
+    log.reached("store connected");
     wait_for_all(*store, s, "joined", "did not join the group");
+    log.reached("every rank joined");
     if (backend == Backend::gloo) {
-        state->group = form_gloo_group(store, s);
+        state->group = form_gloo_group(store, s, log);
         return state;
     }
     state->group = create_group(state->store, s, backend);
