@@ -215,6 +215,17 @@ TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][re
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("with MPIFY_DEBUG every rank says when it reached each round of forming its group", "[ddp][once]") {
+    mpify_test::Subprocess caller("/bin/sh", {"-c", std::string("MPIFY_DEBUG=1 exec ") + MPIFY_TEST_DDP_CALLER +
+                                                        " 2 0 2 0 2>&1"});
+    const std::string out = caller.read_all();
+    CHECK_THAT(out, Contains("allreduce = 1"));
+    CHECK_THAT(out, Contains("mpify debug: rank 0: every rank joined after "));
+    CHECK_THAT(out, Contains("mpify debug: rank 0: gloo0: Gloo's connections made after "));
+    CHECK_THAT(out, Contains("[rank 1] mpify debug: rank 1: gloo0: every rank's pairs proven after "));
+    CHECK(caller.wait() == 0);
+}
+
 TEST_CASE("two callers at once form two separate groups", "[ddp][resources]") {
     mpify_test::Subprocess first(MPIFY_TEST_DDP_CALLER, {"2", "0", "2", "0"});
     mpify_test::Subprocess second(MPIFY_TEST_DDP_CALLER, {"3", "0", "3", "0"});
