@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from checks import check, verdict
@@ -160,6 +161,7 @@ def slurm_cases(caller, hostlist, remote_caller, example):
                 said = out.read()
             check(job.returncode == 0 and said.count("on 4 ranks") == 2,
                   "examples/launch/intro.sbatch trains intro on 2 nodes x 2 ranks", said + job.stderr)
+        node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
 
 
 def no_step_left(cluster, job, when, within=5):
@@ -244,6 +246,92 @@ def slurm_placement_cases(cluster, remote_caller):
                       f"Placement::slurm: an interrupt ends the call within 2 s ({elapsed:.1f} s)", seen + out)
             no_step_left(cluster, job, f"after {how}")
     finally:
+        subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def command_name(pid):
+    with open(f"/proc/{pid}/comm") as comm:
+        return comm.read().strip()
+
+
+def is_gone(pid):
+    """True once `pid` is no process (or only a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def node_death_case(cluster, remote_caller):
+    """A node dies in the middle of a call over Slurm: its slurmd and every process of the
+    call's step on it (slurmstepd, the agent, the worker) SIGKILLed at once. The call must
+    end with an error naming the rank within 5 s, and the other node's worker must be gone
+    (the allocation's step on the dead node stays in Slurm's books until slurmctld gives the
+    node up: not checked)."""
+    granted = subprocess.run(["salloc", "--no-shell", "--immediate=60", "-N2"], env=cluster.env, capture_output=True,
+                             text=True, timeout=120)
+    found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
+    check(found is not None, "salloc --no-shell -N2 grants an allocation (a node dies)", granted.stdout + granted.stderr)
+    if not found:
+        return
+    job = found.group(1)
+    env = dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
+    # No caller rank: rank 0 runs on n1, rank 1 on n2 (one per node, in node order).
+    caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    patience = threading.Timer(120, caller.kill)  # a marker that never comes ends the wait
+    patience.start()
+    try:
+        seen, workers = "", {}
+        while len(workers) < 2:
+            line = caller.stdout.readline()
+            if not line:
+                break
+            seen += line
+            marker = re.search(r"\[rank (\d+)@[^]]*\] pid (\d+) marker", line)
+            if marker:
+                workers[int(marker.group(1))] = int(marker.group(2))
+        check(sorted(workers) == [0, 1], "a node dies: both remote workers run first", seen)
+        if sorted(workers) != [0, 1]:
+            return
+        # Rank 1's worker, its agent and the step's slurmstepd on n2 are the worker's line
+        # of ancestors up to slurmstepd.
+        doomed, pid = [], workers[1]
+        while pid > 1 and len(doomed) < 6:
+            doomed.append(pid)
+            if command_name(pid).startswith("slurmstepd"):
+                break
+            pid = parent_of(pid)
+        check(command_name(doomed[-1]).startswith("slurmstepd"), "a node dies: rank 1's slurmstepd is found",
+              str(doomed))
+        at = time.monotonic()
+        cluster.daemons[2].kill()  # n2's slurmd (after slurmctld and n1's)
+        for pid in doomed:
+            os.kill(pid, signal.SIGKILL)
+        try:
+            out, _ = caller.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            caller.kill()
+            out, _ = caller.communicate()
+        elapsed = time.monotonic() - at
+        check(caller.returncode == 1 and "rank 1" in out and elapsed < 5,
+              f"a node's slurmd and its step killed: the call ends with an error naming rank 1 within 5 s "
+              f"({elapsed:.1f} s)", seen + out)
+        deadline = time.monotonic() + 5
+        while not is_gone(workers[0]) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the other node's agent stops its worker when the call's link ends
+        check(is_gone(workers[0]), "a node dies: the other node's worker is gone within 5 s", str(workers))
+    finally:
+        patience.cancel()
+        if caller.poll() is None:
+            caller.kill()
+            caller.communicate()
         subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
 
 
