@@ -176,19 +176,24 @@ def no_step_left(cluster, job, when, within=5):
           f"Placement::slurm {when}: no step of the allocation is left running", steps.stdout + steps.stderr)
 
 
+def allocation_of_two_nodes(cluster, purpose):
+    """salloc --no-shell -N2: the job id (None if refused, a failed check) and the
+    environment a caller outside it runs in."""
+    granted = subprocess.run(["salloc", "--no-shell", "--immediate=60", "-N2"], env=cluster.env, capture_output=True,
+                             text=True, timeout=120)
+    found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
+    check(found is not None, f"salloc --no-shell -N2 grants an allocation{purpose}", granted.stdout + granted.stderr)
+    # n1 and n2 are names only Slurm knows: the caller is told its address.
+    return (found.group(1) if found else None), dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
+
+
 def slurm_placement_cases(cluster, remote_caller):
     """One caller outside the allocation (a login node), its ranks steps of the
     allocation through Placement::slurm: results, tagged lines, in_ddp; then the same
     caller as if inside it (salloc's variables)."""
-    granted = subprocess.run(["salloc", "--no-shell", "--immediate=60", "-N2"], env=cluster.env, capture_output=True,
-                             text=True, timeout=120)
-    found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
-    check(found is not None, "salloc --no-shell -N2 grants an allocation", granted.stdout + granted.stderr)
-    if not found:
+    job, env = allocation_of_two_nodes(cluster, "")
+    if job is None:
         return
-    job = found.group(1)
-    # n1 and n2 are names only Slurm knows: the caller is told its address.
-    env = dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
     try:
         run = subprocess.run([remote_caller, "report", f"slurm:{job}", "2", "60000", "n1", "n2"], env=env,
                              capture_output=True, text=True, timeout=180)
@@ -274,14 +279,9 @@ def node_death_case(cluster, remote_caller):
     end with an error naming the rank within 5 s, and the other node's worker must be gone
     (the allocation's step on the dead node stays in Slurm's books until slurmctld gives the
     node up: not checked)."""
-    granted = subprocess.run(["salloc", "--no-shell", "--immediate=60", "-N2"], env=cluster.env, capture_output=True,
-                             text=True, timeout=120)
-    found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
-    check(found is not None, "salloc --no-shell -N2 grants an allocation (a node dies)", granted.stdout + granted.stderr)
-    if not found:
+    job, env = allocation_of_two_nodes(cluster, " (a node dies)")
+    if job is None:
         return
-    job = found.group(1)
-    env = dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
     # No caller rank: rank 0 runs on n1, rank 1 on n2 (one per node, in node order).
     caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
