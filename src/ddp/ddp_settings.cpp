@@ -1,6 +1,7 @@
 #include "ddp/ddp_settings.hpp"
 
 #include "common/environment_number.hpp"
+#include "memory/tensor_memory_cache.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/process.hpp>
@@ -18,7 +19,6 @@ constexpr const char* backend_var = "MPIFY_DDP_BACKEND";
 constexpr const char* gpus_var = "MPIFY_DDP_GPUS";
 constexpr const char* timeout_var = "MPIFY_DDP_TIMEOUT_MS";
 constexpr const char* store_var = "MPIFY_DDP_STORE";
-constexpr const char* tensor_memory_var = "MPIFY_TENSOR_MEMORY_CACHE";
 
 const char* env(const char* name) {
     const char* v = std::getenv(name);
@@ -36,7 +36,7 @@ constexpr long long most_ranks = 1000000;  // as DdpOptions::from_environment
 // MPIFY_TENSOR_MEMORY_CACHE=0 turns the cache off whatever the options say (a user's
 // opt-out for a whole program); 1 or unset leaves `requested`.
 bool tensor_memory_cache_wanted(bool requested) {
-    return requested && env_number(tensor_memory_var, 1, 0, 1) == 1;
+    return requested && tensor_memory_cache_allowed("mpify::DdpGuard");
 }
 
 Backend parse_backend(const std::string& text) {
@@ -175,7 +175,7 @@ std::map<std::string, std::string> environment_for(const DdpOptions& options, co
         {timeout_var, std::to_string(options.timeout.count())},
     };
     if (!gpus.empty()) e[gpus_var] = gpus;
-    if (!options.cache_tensor_memory) e[tensor_memory_var] = "0";
+    if (!options.cache_tensor_memory) e[tensor_memory_cache_var] = "0";
     if (port != 0) e["MASTER_PORT"] = std::to_string(port);
     // torchrun's index of this machine, when the ranks per machine make one.
     if (place.node_rank >= 0) e["GROUP_RANK"] = std::to_string(place.node_rank);

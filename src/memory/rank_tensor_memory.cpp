@@ -2,8 +2,8 @@
 // LibTorch (and so this library) is in the process: installed into the core's rank
 // memory hook as libmpify_torch loads, taken out as it unloads. MPIFY_TENSOR_MEMORY_CACHE=0
 // turns it off, as it does DdpGuard's.
+#include "memory/tensor_memory_cache.hpp"
 #include "registry/rank_memory.hpp"
-#include "common/environment_number.hpp"
 
 #include <mpify/tensor_memory.hpp>
 
@@ -11,9 +11,7 @@ namespace mpify::detail {
 namespace {
 
 RankMemoryScope open_tensor_memory_cache() {
-    if (environment_number("MPIFY_TENSOR_MEMORY_CACHE", 1, Malformed::reject, "mpify (each rank's tensor memory cache)",
-                           0, 1) == 0)
-        return {};
+    if (!tensor_memory_cache_allowed("mpify (each rank's tensor memory cache)")) return {};
     return std::make_shared<TensorMemoryCache>();
 }
 

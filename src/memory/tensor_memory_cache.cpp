@@ -1,5 +1,7 @@
 #include "memory/tensor_memory_cache.hpp"
 
+#include "common/environment_number.hpp"
+
 #include <mpify/tensor_memory.hpp>
 
 #include <c10/core/Allocator.h>
@@ -203,6 +205,10 @@ private:
 void install_tensor_memory_cache() { TensorMemoryCache::instance().install(); }
 
 void uninstall_tensor_memory_cache() { TensorMemoryCache::instance().uninstall(); }
+
+bool tensor_memory_cache_allowed(const char* who) {
+    return environment_number(tensor_memory_cache_var, 1, Malformed::reject, who, 0, 1) == 1;
+}
 
 TensorMemoryFigures tensor_memory_figures() { return TensorMemoryCache::instance().figures(); }
 

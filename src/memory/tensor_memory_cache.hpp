@@ -42,4 +42,12 @@ struct TensorMemoryFigures {
 };
 TensorMemoryFigures tensor_memory_figures();
 
+/// The variable by which a user turns off every cache mpify holds for them (each rank's
+/// and each DdpGuard's): "0" off, "1" or unset on.
+constexpr const char* tensor_memory_cache_var = "MPIFY_TENSOR_MEMORY_CACHE";
+
+/// False when tensor_memory_cache_var is "0"; a malformed value is a UsageError naming
+/// the variable, its value and `who` reads it.
+bool tensor_memory_cache_allowed(const char* who);
+
 }  // namespace mpify::detail
