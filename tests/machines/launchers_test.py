@@ -187,6 +187,28 @@ def allocation_of_two_nodes(cluster, purpose):
     return (found.group(1) if found else None), dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
 
 
+def start_hanging_call(remote_caller, job, env):
+    """A call of Placement::slurm(1, job) without a caller rank whose workers print their
+    pid and wait (rank 0 on n1, rank 1 on n2): the caller, its output so far and
+    {rank: worker pid} once both are running (fewer if the call ended first, or if no
+    marker came within 2 minutes: the caller is then killed)."""
+    caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    patience = threading.Timer(120, caller.kill)
+    patience.start()
+    seen, workers = "", {}
+    while len(workers) < 2:
+        line = caller.stdout.readline()
+        if not line:
+            break
+        seen += line
+        marker = re.search(r"\[rank (\d+)@[^]]*\] pid (\d+) marker", line)
+        if marker:
+            workers[int(marker.group(1))] = int(marker.group(2))
+    patience.cancel()
+    return caller, seen, workers
+
+
 def slurm_placement_cases(cluster, remote_caller):
     """One caller outside the allocation (a login node), its ranks steps of the
     allocation through Placement::slurm: results, tagged lines, in_ddp; then the same
@@ -215,25 +237,15 @@ def slurm_placement_cases(cluster, remote_caller):
         # A remote worker SIGKILLed mid-call, then an interrupt mid-call: each ends the call
         # with a clear error in time, and leaves no step.
         for how in ("a worker killed", "an interrupt"):
-            caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            seen, pids = "", []
-            while len(pids) < 2:
-                line = caller.stdout.readline()
-                if not line:
-                    break
-                seen += line
-                found = re.search(r"pid (\d+) marker", line)
-                if found:
-                    pids.append(int(found.group(1)))
-            check(len(pids) == 2, f"Placement::slurm, {how}: both remote workers run first", seen)
-            if len(pids) < 2:
+            caller, seen, workers = start_hanging_call(remote_caller, job, env)
+            check(sorted(workers) == [0, 1], f"Placement::slurm, {how}: both remote workers run first", seen)
+            if sorted(workers) != [0, 1]:
                 caller.kill()
                 caller.communicate()
                 continue
             at = time.monotonic()
             if how == "a worker killed":
-                os.kill(pids[1], signal.SIGKILL)
+                os.kill(workers[1], signal.SIGKILL)
             else:
                 caller.send_signal(signal.SIGINT)
             try:
@@ -282,21 +294,8 @@ def node_death_case(cluster, remote_caller):
     job, env = allocation_of_two_nodes(cluster, " (a node dies)")
     if job is None:
         return
-    # No caller rank: rank 0 runs on n1, rank 1 on n2 (one per node, in node order).
-    caller = subprocess.Popen([remote_caller, "hang", f"slurm:{job}", "1", "0", "n1", "n2"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    patience = threading.Timer(120, caller.kill)  # a marker that never comes ends the wait
-    patience.start()
+    caller, seen, workers = start_hanging_call(remote_caller, job, env)
     try:
-        seen, workers = "", {}
-        while len(workers) < 2:
-            line = caller.stdout.readline()
-            if not line:
-                break
-            seen += line
-            marker = re.search(r"\[rank (\d+)@[^]]*\] pid (\d+) marker", line)
-            if marker:
-                workers[int(marker.group(1))] = int(marker.group(2))
         check(sorted(workers) == [0, 1], "a node dies: both remote workers run first", seen)
         if sorted(workers) != [0, 1]:
             return
@@ -328,7 +327,6 @@ def node_death_case(cluster, remote_caller):
             time.sleep(0.1)  # the other node's agent stops its worker when the call's link ends
         check(is_gone(workers[0]), "a node dies: the other node's worker is gone within 5 s", str(workers))
     finally:
-        patience.cancel()
         if caller.poll() is None:
             caller.kill()
             caller.communicate()
