@@ -21,9 +21,11 @@ namespace mpify {
 /// it ended. A rank, host or network that fails stops every rank, as on one machine;
 /// an agent whose caller is gone or silent for 3 s stops its worker.
 ///
-/// On every host, mpify-worker must be at `worker_program` and the shared library holding
-/// the function at the same path as here (functions of the program itself are refused:
-/// put them in a library, e.g. with load_source).
+/// On every host, mpify (mpify-worker at `worker_program`) and LibTorch must be
+/// installed. The function must be in a shared library (functions of the program itself
+/// are refused: put them in a library, e.g. with load_source); a host that lacks that
+/// library's bytes at its path receives them from the caller into its cache
+/// ($MPIFY_CACHE_DIR/shipped, by SHA-256), once per version.
 struct Placement {
     enum class Launcher {
         /// Workers are started here, as Options::spawner says.

@@ -92,8 +92,8 @@ void Call::start_workers(std::string args) {
     const bool remote = options_.placement.launcher != Placement::Launcher::this_machine;
     if (remote && host.library.empty())
         throw UsageError(fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; "
-                                     "put it in a shared library (load_source, or a library the program links) at "
-                                     "the same path on every machine", plan_.label, plan_.function_name));
+                                     "put it in a shared library (load_source, or a library the program links): "
+                                     "it travels to machines that lack it", plan_.label, plan_.function_name));
     // Shared memory does not reach other machines: there, the arguments go with the call.
     const OutgoingArguments outgoing =
         prepare_arguments(std::move(args), remote ? SIZE_MAX : options_.shared_memory_threshold);
@@ -118,6 +118,10 @@ void Call::start_workers(std::string args) {
         for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);
             meta.rank = rank;
+            if (remote_) {  // the library's path on the rank's machine
+                meta.library = remote_->library_path(rank, host.library, deadline_);
+                if (plan_.context_library == host.library) meta.context_library = meta.library;
+            }
             StartedWorker worker =
                 remote_ ? remote_->start(rank, variables, options_.relay, deadline_)
                         : start_worker(plan_.spawner, host, options_.relay, environment_with(variables),

@@ -1,9 +1,14 @@
 #include "contract/remote_link.hpp"
 
 #include "common/byte_codec.hpp"
+#include "common/content_hash.hpp"
 #include "common/exact_read.hpp"
+#include "common/poll_set.hpp"
 #include "common/posix.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <system_error>
@@ -27,7 +32,7 @@ LinkHeader checked_header(std::string_view bytes) {
     Reader header(bytes, "a message of a remote rank's link");
     const std::uint8_t type = header.u8("its type");
     const std::uint32_t size = header.u32("its size");
-    if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::alive))
+    if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::library_bytes))
         throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
     if (size > max_link_payload)
         throw std::runtime_error(
@@ -141,6 +146,48 @@ std::map<std::string, std::string> decode_start(std::string_view payload) {
     return variables;
 }
 
+std::string encode_offer(const LibraryOffer& offer) {
+    ByteWriter out;
+    out.str(offer.path);
+    out.u64(offer.size);
+    out.str(offer.hash);
+    return out.take();
+}
+
+LibraryOffer decode_offer(std::string_view payload) {
+    Reader in(payload, "a library's offer");
+    LibraryOffer offer;
+    offer.path = in.str("its path");
+    offer.size = in.u64("its size");
+    offer.hash = in.str("its hash");
+    in.expect_end();
+    if (offer.hash.size() != ContentHash::size)
+        throw std::runtime_error(fmt::format("a library's offer has a hash of {} bytes, not {}", offer.hash.size(),
+                                             ContentHash::size));
+    if (offer.path.empty() || offer.path.front() != '/' || offer.path.find('\0') != std::string::npos)
+        throw std::runtime_error("a library's offer names no absolute path");
+    return offer;
+}
+
+std::string encode_here(const LibraryHere& here) {
+    ByteWriter out;
+    out.u8(here.how);
+    out.str(here.path);
+    return out.take();
+}
+
+LibraryHere decode_here(std::string_view payload) {
+    Reader in(payload, "where a library is");
+    LibraryHere here;
+    const std::uint8_t how = in.u8("how it got there");
+    if (how < LibraryHere::at_its_path || how > LibraryHere::shipped)
+        throw std::runtime_error(fmt::format("where a library is says how with {}, which means nothing", how));
+    here.how = static_cast<LibraryHere::How>(how);
+    here.path = in.str("its path");
+    in.expect_end();
+    return here;
+}
+
 std::string encode_end(const WorkerEnd& end) {
     ByteWriter out;
     out.u8(end.exited ? 1 : 0);
@@ -173,6 +220,25 @@ std::int64_t decode_number(std::string_view payload, const char* what) {
 void send_link_message(int fd, LinkType type, std::string_view payload) {
     const std::string message = link_message(type, payload);
     write_all(fd, message.data(), message.size(), "mpify: the link to a remote rank");
+}
+
+void send_link_message_until(int fd, LinkType type, std::string_view payload, Clock::time_point deadline,
+                             const char* sending) {
+    const std::string message = link_message(type, payload);
+    std::string_view rest = message;
+    PollSet fds;
+    while (!rest.empty()) {
+        fds.clear();
+        fds.add(fd, POLLOUT);
+        if (fds.wait(deadline) == 0) {
+            if (Clock::now() < deadline) continue;  // a signal woke the wait
+            throw std::runtime_error(fmt::format("the other end took nothing more in time, sending {}", sending));
+        }
+        const ssize_t n = retry_on_eintr([&] { return ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT); });
+        if (n < 0 && errno == EAGAIN) continue;
+        if (n < 0) throw std::system_error(errno, std::generic_category(), fmt::format("sending {}", sending));
+        rest.remove_prefix(static_cast<std::size_t>(n));
+    }
 }
 
 LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for) {

@@ -10,6 +10,12 @@
 // as many messages, so neither end ever holds more than one message it has not asked for.
 //
 //   agent -> caller   hello    the agent's mpify version, host name and pid
+//   caller -> agent   library  a library the worker will load: its path, size and SHA-256
+//   agent -> caller   library_here    where that library is on the agent's machine
+//                     (the path itself, or its copy in the machine's shipped cache); or
+//                     library_wanted  it is on no path there: the caller sends its bytes
+//   caller -> agent   library_bytes   the library's bytes, in order, then library_here
+//                     (or refused) again
 //   caller -> agent   start    the environment variables of the call for the worker
 //   agent -> caller   started  the worker's pid on its machine; or
 //                     refused  why the worker could not start
@@ -39,6 +45,7 @@ namespace mpify::detail {
 
 enum class LinkType : std::uint8_t {
     hello = 1, start, started, refused, channel, out, err, exited, signal, alive,
+    library, library_here, library_wanted, library_bytes,
 };
 constexpr std::size_t link_header_size = 5;
 /// The largest payload of one message.
@@ -121,6 +128,23 @@ AgentHello decode_hello(std::string_view payload);
 std::string encode_start(const std::map<std::string, std::string>& variables);
 std::map<std::string, std::string> decode_start(std::string_view payload);
 
+/// library: a shared object the call names (the function's), as the caller knows it.
+struct LibraryOffer {
+    std::string path;     ///< its path on the caller's machine (and the call frame's)
+    std::uint64_t size = 0;
+    std::string hash;     ///< SHA-256 of its bytes (common/content_hash.hpp), 32 bytes
+};
+std::string encode_offer(const LibraryOffer& offer);
+LibraryOffer decode_offer(std::string_view payload);
+
+/// library_here: the library's path on the agent's machine, and how it got there.
+struct LibraryHere {
+    enum How : std::uint8_t { at_its_path = 1, in_cache, shipped } how = at_its_path;
+    std::string path;
+};
+std::string encode_here(const LibraryHere& here);
+LibraryHere decode_here(std::string_view payload);
+
 /// exited: how the worker ended, as waitid said.
 struct WorkerEnd {
     bool exited = true;  ///< true: `status` is its exit code; false: the signal that ended it
@@ -138,6 +162,10 @@ std::int64_t decode_number(std::string_view payload, const char* what);
 /// `deadline`; it throws std::runtime_error naming `waiting_for` when the deadline passes,
 /// when the connection ends, or on a malformed message.
 void send_link_message(int fd, LinkType type, std::string_view payload);
+/// send_link_message that gives up at `deadline` (a peer that stopped reading, a machine
+/// that stalled) with std::runtime_error naming `sending`.
+void send_link_message_until(int fd, LinkType type, std::string_view payload, Clock::time_point deadline,
+                             const char* sending);
 LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for);
 
 }  // namespace mpify::detail

@@ -2,6 +2,7 @@
 // compiled, keep it in a cache keyed by content, load it.
 #include "common/object_locator.hpp"
 #include "common/posix.hpp"
+#include "common/private_cache.hpp"
 #include "load_source/build_flags.hpp"
 #include "load_source/loaded_libraries.hpp"
 #include "load_source/startup_trial.hpp"
@@ -58,45 +59,7 @@ private:
 };
 
 fs::path cache_folder(const SourceOptions& options) {
-    if (!options.cache_dir.empty()) return options.cache_dir;
-    if (const char* dir = std::getenv("MPIFY_CACHE_DIR"); dir && *dir) return dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "mpify";
-    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "mpify";
-    // A shared folder: the name is this user's, and private_folder() refuses one that
-    // someone else made first.
-    return fs::temp_directory_path() / fmt::format("mpify-cache-{}", ::geteuid());
-}
-
-// The cache holds code this process will load: only this user may be able to put files
-// there. Creates what is missing of `folder` with mode 0700, then checks that the cache
-// root and `folder` are directories owned by this user that nobody else can write.
-void private_folder(const fs::path& root, const fs::path& folder) {
-    fs::path partial;
-    for (const fs::path& part : folder) {
-        partial /= part;
-        if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-            throw UsageError(fmt::format("mpify::load_source: cannot create the cache folder {}: {} (set "
-                                         "SourceOptions::cache_dir or MPIFY_CACHE_DIR to a folder of your own)",
-                                         partial.string(), std::strerror(errno)));
-    }
-    for (const fs::path& checked : {root, folder}) {
-        struct stat info {};
-        std::string problem;
-        if (::stat(checked.c_str(), &info) != 0)
-            problem = std::strerror(errno);
-        else if (!S_ISDIR(info.st_mode))
-            problem = "it is not a folder";
-        else if (info.st_uid != ::geteuid())
-            problem = fmt::format("it belongs to user {}, not to this process's user {}", info.st_uid, ::geteuid());
-        else if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-            problem = fmt::format("other users can write to it (mode {:o})", info.st_mode & 07777);
-        if (!problem.empty())
-            throw UsageError(fmt::format(
-                "mpify::load_source: refusing the cache folder {}: {}; a library planted there would be loaded "
-                "into this process (use a folder of your own: SourceOptions::cache_dir or MPIFY_CACHE_DIR, or "
-                "chmod go-w it)",
-                checked.string(), problem));
-    }
+    return options.cache_dir.empty() ? detail::user_cache_root() : fs::path(options.cache_dir);
 }
 
 // Beside each cached library: the fingerprint of its bytes, checked before it is loaded,
@@ -218,8 +181,8 @@ std::string compile_and_load(const std::string& path, const SourceOptions& optio
 
     const fs::path libmpify = detail::libmpify_path();
     const fs::path root = fs::absolute(cache_folder(options));
-    const fs::path folder = root / "load_source";
-    private_folder(root, folder);
+    const fs::path folder = detail::private_cache_folder(
+        root, "load_source", {"mpify::load_source", "SourceOptions::cache_dir or MPIFY_CACHE_DIR"});
 
     // The key: what is compiled, how, and against which libmpify (a rebuilt one may
     // have another ABI). The command itself names the output, so it is hashed without it.

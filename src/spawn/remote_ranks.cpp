@@ -10,6 +10,7 @@
 #include "contract/remote_link.hpp"
 #include "spawn/command_output.hpp"
 #include "spawn/exec_spawner.hpp"
+#include "spawn/library_shipping.hpp"
 #include "spawn/worker_host.hpp"
 
 #include <mpify/error.hpp>
@@ -224,6 +225,30 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     state.link.reset();  // the stand-in holds it now
     debug_line(fmt::format("rank {} on {}: worker and stand-in started {}", rank, state.host, since_start()));
     return started;
+}
+
+std::string RemoteRanks::library_path(int rank, const std::string& path, std::optional<Clock::time_point> deadline) {
+    Rank& state = ranks_.at(rank);
+    std::string why;
+    try {
+        const Clock::time_point began = Clock::now();
+        const LibraryOffer offer = offer_library(path);
+        // Time to answer, and to receive the bytes at 1 MiB/s at least.
+        const auto answer_by = sooner(deadline, Clock::now() + std::chrono::seconds(30) +
+                                                    std::chrono::seconds(offer.size >> 20)).value();
+        const LibraryDelivery delivery = deliver_library(state.link.get(), offer, answer_by);
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+        const char* how = delivery.here.how == LibraryHere::at_its_path ? "found at its path"
+                          : delivery.here.how == LibraryHere::in_cache  ? "found in the machine's cache"
+                                                                        : "shipped";
+        debug_line(fmt::format("rank {} on {}: {} {} ({} bytes sent, {} ms): {}", rank, state.host, path, how,
+                               delivery.bytes_sent, took, delivery.here.path));
+        return delivery.here.path;
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    throw SpawnError(fmt::format("mpify: rank {} cannot have the function's library {} on {}: {}", rank, path,
+                                 state.host, why));
 }
 
 const std::string& RemoteRanks::host(int rank) const { return ranks_.at(rank).host; }

@@ -50,6 +50,12 @@ public:
     StartedWorker start(int rank, const std::map<std::string, std::string>& variables, Relay relay,
                         std::optional<Clock::time_point> deadline);
 
+    /// Where the library at `path` (the call's function's) is on `rank`'s machine: its
+    /// agent finds the same bytes at that path or in its cache, or receives them
+    /// (spawn/library_shipping.hpp). Before start(). Throws SpawnError naming the rank,
+    /// its host and why when it cannot.
+    std::string library_path(int rank, const std::string& path, std::optional<Clock::time_point> deadline);
+
     /// The host `rank` runs on, as its agent named it.
     const std::string& host(int rank) const;
 

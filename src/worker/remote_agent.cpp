@@ -6,6 +6,7 @@
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
 #include "spawn/start_worker.hpp"
+#include "worker/shipped_library.hpp"
 
 #include <mpify/version.hpp>
 
@@ -162,10 +163,16 @@ private:
     bool reaped_ = false, ended_ = false;
 };
 
-// Says hello, takes the call's variables and starts the worker with them.
+// Says hello, places the call's libraries, takes the call's variables and starts the
+// worker with them.
 StartedWorker start_rank_worker(int link, int rank) {
     send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid()}));
-    const LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
+    // Before the start come the call's libraries, each found here or received.
+    LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
+    while (start.type == LinkType::library) {
+        answer_library_offer(link, decode_offer(start.payload), start_patience);
+        start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
+    }
     if (start.type != LinkType::start)
         throw std::runtime_error(fmt::format("the caller sent type {} instead of start", static_cast<int>(start.type)));
     std::map<std::string, std::string> variables = decode_start(start.payload);

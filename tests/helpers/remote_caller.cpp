@@ -10,22 +10,66 @@
 //                 caller waits without a rank of its own; SIGINT interrupts it
 //         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
 //                 (the sum of the ranks), then "parameters match one process: yes|no"
+//         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
+//                 function ranched twice prints "call C rank k: square S from LIBRARY"
+//                 (the library file each rank loaded), after "library: PATH"
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
 #include "ddp_functions.hpp"
 #include "functions.hpp"
 
+#include <mpify/load_source.hpp>
+
 #include <ATen/ATen.h>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+namespace {
+
+// A function that exists only as a notebook's cell would make it: in a library that
+// load_source compiled on the caller's machine. It says which file it was loaded from.
+const char* shipped_source = R"(
+#include <mpify/mpify.hpp>
+#include <dlfcn.h>
+#include <string>
+// A C name for dlsym; the C++ type for ranch.
+extern "C" std::string shipped_square(int x) {
+    Dl_info info{};
+    ::dladdr(reinterpret_cast<void*>(&shipped_square), &info);
+    return "square " + std::to_string(x * x + mpify::local_rank()) + " from " + info.dli_fname;
+}
+MPIFY_REGISTER(shipped_square);
+)";
+
+void ship(const mpify::Options& options, int n) {
+    const char* source = std::getenv("MPIFY_TEST_SOURCE");
+    if (source == nullptr) throw std::runtime_error("set MPIFY_TEST_SOURCE to the file to write the source in");
+    std::ofstream(source) << shipped_source;
+    const std::string library = mpify::load_source(source);
+    std::cout << "library: " << library << std::endl;
+    using Square = std::string (*)(int);
+    auto* square = reinterpret_cast<Square>(::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD),
+                                                    "shipped_square"));
+    if (square == nullptr) throw std::runtime_error("no shipped_square in " + library);
+    for (int call = 1; call <= 2; ++call) {
+        const auto results = mpify::ranch(options, n, square, 3);
+        for (int rank = 0; rank < n; ++rank)
+            std::cout << "call " << call << " rank " << rank << ": " << results[rank] << std::endl;
+    }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
+        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -62,6 +106,8 @@ int main(int argc, char** argv) {
             bool match = ddp.size() == single.size();
             for (std::size_t i = 0; match && i < ddp.size(); ++i) match = at::allclose(ddp[i], single[i], 0, 1e-5);
             std::cout << "parameters match one process: " << (match ? "yes" : "no") << std::endl;
+        } else if (mode == "ship") {
+            ship(options, n);
         } else if (mode == "hang") {
             mpify::stop_on_sigint();  // SIGINT interrupts the call, as a notebook's interrupt does
             options.caller_rank = std::nullopt;

@@ -4,6 +4,8 @@ remote ranks in namespace b, started by the command template "ip netns exec <b> 
 agents connect back over the veth link to the caller's address on the route to b (no
 loopback between them). The ranks return their results by rank and their lines come back
 tagged with the host (and MPIFY_DEBUG logs the launchers' commands, never the secret);
+a load_source library travels to b, whose view of the caller's files lacks it (a mount
+namespace), once, and again when b's copy at that path is stale;
 in_ddp forms one group of the caller's rank and theirs, which trains
 as one process does; a link cut mid-call is a clear error within 5 s; a caller killed
 mid-call leaves nothing running on b; nothing is left listening anywhere.
@@ -14,18 +16,22 @@ Needs root (ip netns); exits 77 (ctest: skipped) where namespaces cannot be made
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from checks import check
 from netns import finish, ip, run_on_two_hosts
 
 
-def start(hosts, caller, mode, timeout_ms, per_host=2, debug=False):
-    template = f"ip netns exec {hosts.names['b']} %C"
-    env = dict(os.environ, MPIFY_DEBUG="1") if debug else None
+def start(hosts, caller, mode, timeout_ms, per_host=2, debug=False, template=None, **variables):
+    template = template or f"ip netns exec {hosts.names['b']} %C"
+    env = dict(os.environ, **variables)
+    if debug:
+        env["MPIFY_DEBUG"] = "1"
     return subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, mode, template, str(per_host),
                              str(timeout_ms), hosts.addresses["b"]],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -60,6 +66,8 @@ def run_cases(hosts, caller):
     check(f"mpify debug: rank 2 on {hosts.addresses['b']}: launcher: ip netns exec {hosts.names['b']} env " in out
           and "every agent connected back" in out, "MPIFY_DEBUG logs each launcher's command and the phases", out)
     check(re.search(r"[0-9a-f]{64}", out) is None, "the call's secret is in no output, the debug log's included", out)
+    check("libmpify_test_functions.so found at its path (0 bytes sent" in out,
+          "the functions' library, on a filesystem b shares, is found at its path on b", out)
     check("@" in out and "] line 0 of rank 2" in out and "[rank 1@" in out,
           "the remote ranks' lines come back tagged [rank k@host]", out)
     nothing_left_on_b(hosts, "after the call")
@@ -95,11 +103,77 @@ def run_cases(hosts, caller):
     nothing_left_on_b(hosts, "after the caller was killed")
 
 
+class PrivateFiles:
+    """Machine b's own view of the files: a mount namespace (held by a process in netns b)
+    where `hidden` is an empty tmpfs, so what the caller keeps there is not on b. Agents
+    enter it with the template `nsenter -t PID -m -n %C`; leaving removes it and its mount."""
+
+    def __init__(self, hosts, hidden):
+        script = 'mount -t tmpfs -o mode=0700 mpify-test "$1" && echo ready && exec cat'
+        self.holder = subprocess.Popen(["ip", "netns", "exec", hosts.names["b"], "unshare", "--mount",
+                                        "--propagation", "private", "sh", "-c", script, "sh", hidden],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        ready = self.holder.stdout.readline().strip()
+        if ready != "ready":
+            self.leave()
+            raise RuntimeError(f"cannot make b's private view of {hidden}")
+        self.template = f"nsenter -t {self.holder.pid} -m -n %C"
+
+    def run(self, *command):
+        """Runs `command` in b's view of the files."""
+        subprocess.run(["nsenter", "-t", str(self.holder.pid), "-m", *command], check=True)
+
+    def leave(self):
+        self.holder.stdin.close()  # cat ends, and with it the namespace and the tmpfs
+        self.holder.wait(10)
+
+
+def shipping_cases(hosts, caller):
+    # The caller's load_source cache is on no shared filesystem: b sees an empty folder.
+    with tempfile.TemporaryDirectory(prefix="mpify-ship-") as folder:
+        cache = os.path.join(folder, "cache")
+        os.makedirs(os.path.join(cache, "load_source"), mode=0o700)
+        files_of_b = PrivateFiles(hosts, os.path.join(cache, "load_source"))
+        try:
+            run = lambda: finish(start(hosts, caller, "ship", 60000, debug=True, template=files_of_b.template,
+                                       MPIFY_CACHE_DIR=cache, MPIFY_TEST_SOURCE=os.path.join(folder, "cell.cpp")),
+                                 120)
+            out, status = run()
+            library = re.search(r"^library: (\S+)$", out, re.M)
+            copies = os.listdir(os.path.join(cache, "shipped")) if os.path.isdir(os.path.join(cache, "shipped")) else []
+            check(status == 0 and library and len(copies) == 1 and re.fullmatch(r"[0-9a-f]{64}\.so", copies[0]),
+                  "a load_source library that b lacks is shipped into b's cache, named by its hash", out)
+            copy = os.path.join(cache, "shipped", copies[0]) if copies else "?"
+            expected = [f"call {c} rank 0: square 9 from {library.group(1) if library else '?'}" for c in (1, 2)]
+            expected += [f"call {c} rank {r}: square {9 + r} from {copy}" for c in (1, 2) for r in (1, 2)]
+            check(all(line in out for line in expected),
+                  "both calls' ranks on b run the function from the shipped copy, rank 0 from the caller's", out)
+            check(out.count("shipped (") == 1 and out.count("found in the machine's cache") == 3,
+                  "shipped once: to the first rank on b of the first call; found in b's cache by the other three",
+                  out)
+            check(oct(os.stat(copy).st_mode & 0o777) == "0o500" and
+                  oct(os.stat(os.path.join(cache, "shipped")).st_mode & 0o777) == "0o700",
+                  "the shipped copy is read-only in a folder only its user can open", copy)
+
+            # b has another file at the library's path (a stale copy) and no cache: shipped again.
+            shutil.rmtree(os.path.join(cache, "shipped"))
+            files_of_b.run("cp", "/bin/true", library.group(1) if library else "/nonexistent")
+            out, status = run()
+            check(status == 0 and out.count("shipped (") == 1 and "found at its path" not in out and
+                  f"call 2 rank 2: square 11 from {copy}" in out,
+                  "a stale copy at the library's path on b is not loaded: the caller's bytes are shipped", out)
+            check(os.listdir(os.path.join(cache, "shipped")) == copies,
+                  "nothing but the checked copy is left in b's cache", str(os.listdir(os.path.join(cache, "shipped"))))
+        finally:
+            files_of_b.leave()
+    nothing_left_on_b(hosts, "after the shipped calls")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
     args = parser.parse_args()
-    return run_on_two_hosts(lambda hosts: run_cases(hosts, args.caller))
+    return run_on_two_hosts(lambda hosts: (run_cases(hosts, args.caller), shipping_cases(hosts, args.caller)))
 
 
 if __name__ == "__main__":
