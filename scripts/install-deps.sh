@@ -16,7 +16,7 @@ packages=(
   jupyter-notebook python3-jupyter-client python3-nbclient python3-ipykernel
   chromium chromium-driver python3-selenium   # the notebook test in a real browser
   # Several machines: namespaces as hosts, and the launchers run for real in the tests
-  iproute2 slurm-wlm munge openmpi-bin
+  iproute2 slurm-wlm munge openmpi-bin openssh-client openssh-server
   clang-19 libclang-rt-19-dev          # libFuzzer, for the decoders' fuzz targets
 )
 

@@ -22,10 +22,15 @@
 namespace mpify::detail {
 namespace {
 
-// How long a remote worker tries to reach its caller: the launcher may start it before
-// the caller's admission loop runs, never before its port listens, so this bounds only a
-// caller that is gone or unreachable (the caller gives up on its side by its own timeout).
-constexpr std::chrono::seconds connect_patience{60};
+// How long a remote worker tries to reach its caller. The caller's port listens before any
+// launcher starts, so a connection that does not come within this time (three SYNs, at 0,
+// 1 and 3 s) will not come: a caller that is gone, or a port this machine cannot reach (a
+// firewall, a wrong route). Giving up soon is what tells the caller: its launcher ends,
+// with this worker's words as its last output, within 5 s of the call's start.
+constexpr std::chrono::seconds reach_patience{4};
+// How long the caller may take to check this worker's proof once connected (it admits
+// agents one handshake at a time).
+constexpr std::chrono::seconds proof_patience{30};
 
 [[noreturn]] void give_up(const std::string& where, int rank, const std::string& why) {
     std::fprintf(stderr, "mpify worker (rank %d): cannot join its caller at %s: %s\n", rank, where.c_str(),
@@ -85,10 +90,11 @@ void serve_if_connecting() {
         give_up(where, rank, std::string(connect_secret_env_var) + " (or the first line of stdin) is missing or not a call's secret");
     try {
         const Endpoint caller = Endpoint::parse(where, connect_env_var);
-        const auto deadline = Clock::now() + connect_patience;
-        UniqueFd channel = connect_to(caller, deadline, []() noexcept { return false; }, "the caller's port",
-                                      "Is the caller still running, and does this node reach that address?");
-        prove_to_caller(channel.get(), *secret, rank, deadline);
+        UniqueFd channel = connect_to(caller, Clock::now() + reach_patience, []() noexcept { return false; },
+                                      "the caller's port",
+                                      "Is the caller still running, and does this machine reach that address (a "
+                                      "firewall, a route)?");
+        prove_to_caller(channel.get(), *secret, rank, Clock::now() + proof_patience);
         run_remote_agent(std::move(channel), where, rank);
     } catch (const std::exception& e) {
         give_up(where, rank, e.what());

@@ -51,6 +51,10 @@ class TwoHosts:
             ip("netns", "delete", self.names[host], check_status=False)
         ip("link", "delete", self.links["a"], check_status=False)  # when it never moved into a namespace
 
+    def unanswering_neighbour(self, host):
+        """An address on `host`'s link that nobody has: a route through it loses every packet."""
+        return self.addresses[host].rsplit(".", 1)[0] + ".9"
+
     def gone(self):
         """Whether both namespaces are deleted."""
         left = ip("netns", "list").stdout

@@ -7,8 +7,8 @@ tagged with the host (and MPIFY_DEBUG logs the launchers' commands, never the se
 a load_source library travels to b, whose view of the caller's files lacks it (a mount
 namespace), once, and again when b's copy at that path is stale;
 in_ddp forms one group of the caller's rank and theirs, which trains
-as one process does; a link cut mid-call is a clear error within 5 s; a caller killed
-mid-call leaves nothing running on b; nothing is left listening anywhere.
+as one process does; the caller's port unreachable from b and a link cut mid-call are
+clear errors within 5 s; a caller killed mid-call leaves nothing running on a or b; nothing is left listening anywhere.
 
   remote_ranks_test.py --caller build/bin/mpify_test_remote_caller
 
@@ -72,6 +72,18 @@ def run_cases(hosts, caller):
           "the remote ranks' lines come back tagged [rank k@host]", out)
     nothing_left_on_b(hosts, "after the call")
 
+    # b cannot reach the caller's port (its route to a leads to a neighbour that never
+    # answers): each agent gives up, its launcher ends, and the caller says so.
+    ip("-n", hosts.names["b"], "route", "add", hosts.addresses["a"] + "/32", "via", hosts.unanswering_neighbour("b"))
+    began = time.monotonic()
+    out, status = finish(start(hosts, caller, "report", 60000), 30)
+    elapsed = time.monotonic() - began
+    ip("-n", hosts.names["b"], "route", "del", hosts.addresses["a"] + "/32")
+    check(status == 1 and "ended before its agent connected back" in out and "cannot reach the caller's port" in out
+          and "does this machine reach that address" in out and elapsed < 6,
+          f"the caller's port unreachable from b: an error naming the launcher and why, in {elapsed:.1f} s", out)
+    nothing_left_on_b(hosts, "after the unreachable port")
+
     # in_ddp across the two: the store on a's address behind the secret, Gloo on each
     # side's address toward the other.
     out, status = finish(start(hosts, caller, "ddp", 120000), 240)
@@ -97,10 +109,10 @@ def run_cases(hosts, caller):
     caller_process = start(hosts, caller, "hang", 0)
     running, seen = wait_for_markers(caller_process, 2, 60)
     check(running, "both remote workers run (before the caller is killed)", seen)
-    for pid in hosts.pids("a"):
-        os.kill(pid, signal.SIGKILL)
+    os.kill(caller_process.pid, signal.SIGKILL)  # as a notebook's kernel restart does
     finish(caller_process, 10)
     nothing_left_on_b(hosts, "after the caller was killed")
+    check(not hosts.pids("a"), "after the caller was killed: its stand-ins are gone too", str(hosts.pids("a")))
 
 
 class PrivateFiles:
@@ -169,11 +181,81 @@ def shipping_cases(hosts, caller):
     nothing_left_on_b(hosts, "after the shipped calls")
 
 
+class Sshd:
+    """OpenSSH's server in namespace b on its address, port 2222, with its own host key and
+    one client key for root; stopped, with its files, on leaving. None when sshd is not
+    installed."""
+
+    def __init__(self, hosts, folder):
+        self.folder = folder
+        for key in ("host_key", "client_key"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(folder, key)],
+                           check=True)
+        shutil.copy(os.path.join(folder, "client_key.pub"), os.path.join(folder, "authorized_keys"))
+        config = os.path.join(folder, "sshd_config")
+        with open(config, "w") as f:
+            f.write(f"ListenAddress {hosts.addresses['b']}:2222\nHostKey {folder}/host_key\n"
+                    f"AuthorizedKeysFile {folder}/authorized_keys\nPermitRootLogin prohibit-password\n"
+                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    f"PidFile {folder}/sshd.pid\n")
+        # Its privilege-separation folder, made (and later removed) if the system has none.
+        self.made_run_folder = not os.path.isdir("/run/sshd")
+        if self.made_run_folder:
+            os.makedirs("/run/sshd", mode=0o755)
+        self.server = subprocess.Popen(["ip", "netns", "exec", hosts.names["b"], "/usr/sbin/sshd", "-D", "-e", "-f",
+                                        config], stderr=subprocess.PIPE, text=True)
+        said = self.server.stderr.readline()
+        if "Server listening" not in said:
+            self.stop()
+            raise RuntimeError(f"sshd did not start: {said}")
+        self.template = (f"ssh -T -p 2222 -i {folder}/client_key -o BatchMode=yes -o StrictHostKeyChecking=no "
+                         "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@%H %C")
+
+    def stop(self):
+        self.server.terminate()
+        self.server.wait(10)
+        if self.made_run_folder:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+
+
+def ssh_cases(hosts, caller):
+    # The ssh launcher against a real sshd on b: ssh passes the secret on through its stdin.
+    if not os.path.exists("/usr/sbin/sshd"):
+        check(False, "sshd is installed for the ssh launcher's test (scripts/install-deps.sh: openssh-server)")
+        return
+    with tempfile.TemporaryDirectory(prefix="mpify-sshd-") as folder:
+        sshd = Sshd(hosts, folder)
+        try:
+            out, status = finish(start(hosts, caller, "report", 60000, debug=True, template=sshd.template), 120)
+            check(status == 0 and "rank 2: pid" in out and "[rank 1@" in out and "] line 0 of rank 2" in out,
+                  "ssh -T %H %C to a real sshd on b: results by rank and tagged lines", out)
+            check(re.search(r"[0-9a-f]{64}", out) is None, "over ssh too, the secret is in no output", out)
+            others = lambda: [pid for pid in hosts.pids("b") if pid != sshd.server.pid]
+            check(not others(), "after the call over ssh: nothing but sshd left on b", str(others()))
+
+            caller_process = start(hosts, caller, "hang", 0, template=sshd.template)
+            running, seen = wait_for_markers(caller_process, 2, 60)
+            check(running, "over ssh: both remote workers run (before the interrupt)", seen)
+            at = time.monotonic()
+            caller_process.send_signal(signal.SIGINT)
+            out, status = finish(caller_process, 10)
+            elapsed = time.monotonic() - at
+            check(status == 1 and "nterrupted" in out and elapsed < 2,
+                  f"over ssh: an interrupt ends the call within 2 s ({elapsed:.1f} s)", seen + out)
+            deadline = time.monotonic() + 5
+            while others() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            check(not others(), "after the interrupt over ssh: nothing but sshd left on b", str(others()))
+        finally:
+            sshd.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
     args = parser.parse_args()
-    return run_on_two_hosts(lambda hosts: (run_cases(hosts, args.caller), shipping_cases(hosts, args.caller)))
+    return run_on_two_hosts(lambda hosts: (run_cases(hosts, args.caller), ssh_cases(hosts, args.caller),
+                                           shipping_cases(hosts, args.caller)))
 
 
 if __name__ == "__main__":
