@@ -23,11 +23,12 @@ namespace mpify::detail {
 namespace {
 
 // How long a remote worker tries to reach its caller. The caller's port listens before any
-// launcher starts, so a connection that does not come within this time (three SYNs, at 0,
-// 1 and 3 s) will not come: a caller that is gone, or a port this machine cannot reach (a
+// launcher starts, so a connection that does not come within this time (two SYNs lost, at
+// 0 and 1 s) will not come: a caller that is gone, or a port this machine cannot reach (a
 // firewall, a wrong route). Giving up soon is what tells the caller: its launcher ends,
-// with this worker's words as its last output, within 5 s of the call's start.
-constexpr std::chrono::seconds reach_patience{4};
+// with this worker's words as its last output, within 5 s of the call's start even when
+// the launcher took a second to start the agent.
+constexpr std::chrono::seconds reach_patience{3};
 // How long the caller may take to check this worker's proof once connected (it admits
 // agents one handshake at a time).
 constexpr std::chrono::seconds proof_patience{30};

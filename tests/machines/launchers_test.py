@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""The launchers, for real: a two-node Slurm cluster on this machine (Debian's slurm-wlm
-and munge; nodes n1 and n2 are two slurmd on ports 17001-17002 of 127.0.0.1) and Open
-MPI's mpirun. Each starts one caller per node, which places itself with
-mpify::DdpOptions::from_environment and runs in_ddp(2, ...): one group of 4. And one
-caller outside an allocation whose ranks srun starts as steps of it (Placement::slurm). Slurm's host
+"""The launchers, for real: two-node Slurm clusters on this machine (Debian's slurm-wlm
+and munge) and Open MPI's mpirun. On the first, each node is a machine of its own (its
+slurmd in a network namespace reached over veth, n2 also in a private mount namespace),
+and one caller outside an allocation has srun start its ranks as steps of it
+(Placement::slurm): results, in_ddp, a library shipped to n2, the caller's port
+unreachable from n2, a worker killed, an interrupt, a node dying. On the second (two
+slurmd on ports 17001-17002 of 127.0.0.1), srun, sbatch and mpirun start one caller per
+node, which places itself with mpify::DdpOptions::from_environment and runs in_ddp(2,
+...): one group of 4. Slurm's host
 lists are expanded as `scontrol show hostnames` does; mpirun without MASTER_ADDR is a
 clear error. Every daemon started here is stopped here.
 
@@ -22,7 +26,8 @@ import tempfile
 import threading
 import time
 
-from checks import check, verdict
+from checks import check, seconds_after, verdict
+from netns import ip
 
 SKIPPED = 77
 HOSTLISTS = ["n[1-2]", "gpu[01-04,7],cpu-a[1-2]", "rack[1-2]-n[08-10]", "login,node[9-11]", "a[098-101]",
@@ -38,15 +43,32 @@ def clean_environment(**extra):
 
 class SlurmCluster:
     """munged, slurmctld and two slurmd (n1, n2), all in one private folder, run in the
-    foreground as this script's children: stopped (and waited for) on exit."""
+    foreground as this script's children: stopped (and waited for) on exit.
 
-    def __init__(self):
+    `namespaced`: each node is a machine of its own as a login node sees it — its slurmd
+    (and so its steps) in a network namespace of its own, reached over a veth pair from
+    this (root) namespace at 10.S.I.2, with its own host name; n2 also in a private mount
+    namespace where `caller_cache`/load_source (a folder of the cluster's) is an empty
+    tmpfs: the caller's compiled libraries are not on n2. The caller listens at
+    `caller_address` (10.S.0.1, an address of the root namespace), which the nodes reach
+    through their veth and which n2 can be cut from alone (`cut_from_caller`)."""
+
+    def __init__(self, namespaced=False):
         self.folder = tempfile.mkdtemp(prefix="mpify-slurm-")
         os.chmod(self.folder, 0o755)  # munged wants its socket's folder searchable by all
         shutil.chown(self.folder, "munge", "munge")
         self.conf = os.path.join(self.folder, "slurm.conf")
         self.env = clean_environment(SLURM_CONF=self.conf)
         self.daemons = []
+        self.namespaced = namespaced
+        tag = os.getpid() % 100000
+        subnet = 150 + os.getpid() % 50
+        self.netns = {node: f"mpify-{node}-{tag}" for node in ("n1", "n2")}
+        self.veths = {node: f"mps{node}{tag}" for node in ("n1", "n2")}
+        self.node_addresses = {node: f"10.{subnet}.{i}.2" for i, node in enumerate(("n1", "n2"), 1)}
+        self.gateways = {node: f"10.{subnet}.{i}.1" for i, node in enumerate(("n1", "n2"), 1)}
+        self.caller_address = f"10.{subnet}.0.1" if namespaced else "127.0.0.1"
+        self.caller_cache = os.path.join(self.folder, "caller-cache")
 
     def __enter__(self):
         try:
@@ -66,7 +88,7 @@ class SlurmCluster:
         os.makedirs(f"{f}/state")
         with open(self.conf, "w") as conf:
             conf.write(f"""ClusterName=mpifytest
-SlurmctldHost={host}
+SlurmctldHost={host}{f"({self.gateways['n1']})" if self.namespaced else ""}
 SlurmctldPort=16817
 AuthType=auth/munge
 AuthInfo=socket={f}/munge.sock
@@ -84,12 +106,14 @@ SlurmctldPidFile={f}/slurmctld.pid
 SlurmdPidFile={f}/slurmd-%n.pid
 SlurmctldLogFile={f}/slurmctld.log
 SlurmdLogFile={f}/slurmd-%n.log
-NodeName=n[1-2] NodeHostname={host} NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2
+{self._nodes_conf(host)}
 PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP
 """)
+        if self.namespaced:
+            self._make_network()
         self.daemons.append(subprocess.Popen(["slurmctld", "-D"], env=self.env))
         for node in ("n1", "n2"):
-            self.daemons.append(subprocess.Popen(["slurmd", "-D", "-N", node], env=self.env))
+            self.daemons.append(subprocess.Popen(self._slurmd_command(node), env=self.env))
         # Ready when both nodes have registered with the controller (nothing announces it:
         # ask, until they are, for a minute at most).
         deadline = time.monotonic() + 60
@@ -102,6 +126,46 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
             time.sleep(0.2)
         raise RuntimeError(f"the Slurm cluster did not come up (logs in {self.folder})")
 
+    def _nodes_conf(self, host):
+        if not self.namespaced:
+            return f"NodeName=n[1-2] NodeHostname={host} NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2"
+        return "\n".join(f"NodeName={node} NodeAddr={self.node_addresses[node]} CPUs=2" for node in ("n1", "n2"))
+
+    def _make_network(self):
+        for node in ("n1", "n2"):
+            ns, veth = self.netns[node], self.veths[node]
+            ip("netns", "add", ns)
+            ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            ip("addr", "add", self.gateways[node] + "/24", "dev", veth)
+            ip("link", "set", veth, "up")
+            ip("-n", ns, "addr", "add", self.node_addresses[node] + "/24", "dev", "eth0")
+            ip("-n", ns, "link", "set", "eth0", "up")
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "route", "add", self.caller_address.rsplit(".", 2)[0] + ".0.0/16", "via", self.gateways[node])
+            # Node to node (Gloo between n1 and n2) passes through this namespace.
+            with open(f"/proc/sys/net/ipv4/conf/{veth}/forwarding", "w") as forwarding:
+                forwarding.write("1")
+        # The caller's own address, on n1's link here (any local address answers on every
+        # link): no node's Slurm traffic goes to it.
+        ip("addr", "add", self.caller_address + "/32", "dev", self.veths["n1"])
+        os.makedirs(os.path.join(self.caller_cache, "load_source"), mode=0o700)
+
+    def _slurmd_command(self, node):
+        if not self.namespaced:
+            return ["slurmd", "-D", "-N", node]
+        # Not `ip netns exec`: it remounts /sys, and slurmd wants the host's cgroup folder.
+        hide = (f'mount -t tmpfs -o mode=0700 mpify-test "{self.caller_cache}/load_source" && '
+                if node == "n2" else "")
+        mount = ["--mount", "--propagation", "private"] if node == "n2" else []
+        return ["nsenter", f"--net=/run/netns/{self.netns[node]}", "unshare", "--uts", *mount, "sh", "-c",
+                f"hostname {node} && {hide}exec slurmd -D -N {node}"]
+
+    def cut_from_caller(self, node, cut=True):
+        """Makes the caller's address unreachable from `node` (a route to a neighbour that
+        never answers), or reachable again; Slurm's own traffic is not touched."""
+        ip("-n", self.netns[node], "route", "add" if cut else "del", self.caller_address + "/32",
+           *(["via", self.gateways[node].rsplit(".", 1)[0] + ".9"] if cut else []))
+
     def __exit__(self, *exc):
         for daemon in reversed(self.daemons):
             daemon.terminate()
@@ -111,6 +175,16 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait()
+        if self.namespaced:
+            for node in ("n1", "n2"):
+                # An orphaned slurmstepd would keep the namespace alive.
+                for pid in ip("netns", "pids", self.netns[node], check_status=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                ip("netns", "delete", self.netns[node], check_status=False)
+                ip("link", "delete", self.veths[node], check_status=False)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def srun(self, *args, **extra):
@@ -121,8 +195,12 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
 
 
 def slurm_cases(caller, hostlist, remote_caller, example):
-    with SlurmCluster() as cluster:
+    # One caller on a login node, its ranks steps on nodes that are machines of their own.
+    with SlurmCluster(namespaced=True) as cluster:
         slurm_placement_cases(cluster, remote_caller)
+        node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
+    # A caller on every node (started by srun, sbatch), as the per-machine path runs.
+    with SlurmCluster() as cluster:
         # (Slurm 22.05 refuses text after the last bracket, "a[1-2]b", which later versions
         # and mpify accept: not compared.)
         for expression in HOSTLISTS:
@@ -161,7 +239,6 @@ def slurm_cases(caller, hostlist, remote_caller, example):
                 said = out.read()
             check(job.returncode == 0 and said.count("on 4 ranks") == 2,
                   "examples/launch/intro.sbatch trains intro on 2 nodes x 2 ranks", said + job.stderr)
-        node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
 
 
 def no_step_left(cluster, job, when, within=5):
@@ -184,7 +261,7 @@ def allocation_of_two_nodes(cluster, purpose):
     found = re.search(r"Granted job allocation (\d+)", granted.stderr + granted.stdout)
     check(found is not None, f"salloc --no-shell -N2 grants an allocation{purpose}", granted.stdout + granted.stderr)
     # n1 and n2 are names only Slurm knows: the caller is told its address.
-    return (found.group(1) if found else None), dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS="127.0.0.1")
+    return (found.group(1) if found else None), dict(cluster.env, MPIFY_TEST_CALLER_ADDRESS=cluster.caller_address)
 
 
 def start_hanging_call(remote_caller, job, env):
@@ -234,6 +311,8 @@ def slurm_placement_cases(cluster, remote_caller):
         check(run.returncode == 0 and "rank 2: pid" in run.stdout,
               "Placement::slurm inside the allocation: its nodes from SLURM_JOB_NODELIST", run.stdout + run.stderr)
         no_step_left(cluster, job, "after the calls")
+        shipping_case(cluster, job, env, remote_caller)
+        unreachable_port_case(cluster, job, env, remote_caller)
         # A remote worker SIGKILLed mid-call, then an interrupt mid-call: each ends the call
         # with a clear error in time, and leaves no step.
         for how in ("a worker killed", "an interrupt"):
@@ -264,6 +343,46 @@ def slurm_placement_cases(cluster, remote_caller):
             no_step_left(cluster, job, f"after {how}")
     finally:
         subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
+
+
+def shipping_case(cluster, job, env, remote_caller):
+    """A load_source library compiled by the caller: n1 sees the caller's files, n2 does
+    not (its private mount namespace): found at its path on n1, shipped once to n2."""
+    run = subprocess.run([remote_caller, "ship", f"slurm:{job}", "2", "60000", "n1", "n2"], capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(env, MPIFY_DEBUG="1", MPIFY_CACHE_DIR=cluster.caller_cache,
+                                  MPIFY_TEST_SOURCE=os.path.join(cluster.folder, "cell.cpp")))
+    out = run.stdout + run.stderr
+    library = re.search(r"^library: (\S+)$", run.stdout, re.M)
+    shipped = os.path.join(cluster.caller_cache, "shipped")
+    copies = os.listdir(shipped) if os.path.isdir(shipped) else []
+    copy = os.path.join(shipped, copies[0]) if copies else "?"
+    where = library.group(1) if library else "?"
+    expected = [f"call {c} rank {r}: square {9 + r} from {where if r < 3 else copy}" for c in (1, 2) for r in range(5)]
+    check(run.returncode == 0 and len(copies) == 1 and all(line in run.stdout for line in expected),
+          "Placement::slurm: a load_source library runs from its path on n1 and from a shipped copy on n2", out)
+    check(out.count("found at its path") == 4 and out.count("shipped (") == 1 and
+          out.count("found in the machine's cache") == 3,
+          "Placement::slurm: shipped once, to n2's first rank; found in n2's cache after", out)
+    no_step_left(cluster, job, "after the shipped calls")
+
+
+def unreachable_port_case(cluster, job, env, remote_caller):
+    """n2 cannot reach the caller's port (Slurm's own traffic still flows): a clear error
+    naming the launcher and the agent's words within 5 s of the caller's start."""
+    cluster.cut_from_caller("n2")
+    try:
+        caller = subprocess.Popen([remote_caller, "report", f"slurm:{job}", "2", "60000", "n1", "n2"],
+                                  env=dict(env, MPIFY_DEBUG="1"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        out, status, elapsed = seconds_after(caller, "launchers started", 120)
+    finally:
+        cluster.cut_from_caller("n2", cut=False)
+    check(status == 1 and "on n2 ended before its agent connected back" in out and
+          "cannot reach the caller's port" in out and elapsed is not None and elapsed < 5,
+          f"Placement::slurm: the caller's port unreachable from n2 is an error naming it within 5 s of the "
+          f"launch ({elapsed if elapsed is None else round(elapsed, 1)} s)", out)
+    no_step_left(cluster, job, "after the unreachable port")
 
 
 def parent_of(pid):
