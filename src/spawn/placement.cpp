@@ -1,7 +1,9 @@
 // Placement's launchers turned into what a call runs, a command template and its hosts:
-// Slurm's becomes the srun command and the nodes of the allocation (asked of Slurm once
-// per call, never polled); mpirun's, its command on the hosts given.
+// Slurm's becomes the srun command, the nodes of the allocation and the caller's address
+// toward them (asked of Slurm once per call, never polled); mpirun's, its command on the
+// hosts given.
 #include "common/debug_log.hpp"
+#include "common/endpoint.hpp"
 #include "common/hostlist.hpp"
 #include "common/shell_quoted.hpp"
 #include "spawn/command_output.hpp"
@@ -63,6 +65,28 @@ std::vector<std::string> nodes_of(const std::string& job) {
     return expand_hostlist(nodes);
 }
 
+// This machine's address toward `node`, for the agents to connect back to: by the node's
+// name where this machine resolves it, else by the address Slurm reaches it at (NodeAddr:
+// clusters whose node names resolve only among the nodes).
+std::string caller_address_toward(const std::string& node) {
+    try {
+        return local_address_toward(node);
+    } catch (const UsageError&) {
+    }
+    const std::string query = "scontrol show node --oneliner " + shell_quoted(node);
+    const CommandOutput answer = command_output(query, slurm_query_limit);
+    const std::string key = "NodeAddr=";
+    const auto at = answer.output.find(key);
+    if (!answer.succeeded || at == std::string::npos)
+        throw UsageError(fmt::format("mpify: Placement::slurm: this machine does not resolve the node name {}, and "
+                                     "`{}` gave no NodeAddr ({}); set Placement::caller_address to this machine's "
+                                     "address that the nodes reach", node, query, answer.how));
+    const auto start = at + key.size();
+    const std::string address = answer.output.substr(start, answer.output.find_first_of(" \t\n", start) - start);
+    debug_line(fmt::format("Placement::slurm: node {} is {} (NodeAddr)", node, address));
+    return local_address_toward(address);
+}
+
 // The extra options, as words the template keeps (a % doubled), and a space after them.
 std::string options_words(const Placement& placement) {
     return placement.launcher_options.empty() ? "" : template_literal(placement.launcher_options) + " ";
@@ -82,6 +106,8 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     const std::string job = allocation_of(placement, remote_ranks);
     if (resolved.hosts.empty()) resolved.hosts = nodes_of(job);
     debug_line(fmt::format("Placement::slurm: job {}, nodes {}", job, fmt::join(resolved.hosts, " ")));
+    if (resolved.caller_address.empty() && !resolved.hosts.empty())
+        resolved.caller_address = caller_address_toward(resolved.hosts.front());
     // One step per rank, sharing the allocation's CPUs with the caller's own step, if any;
     // srun passes its stdin (the secret) to the step's one task.
     resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "

@@ -4,7 +4,8 @@ and munge) and Open MPI's mpirun. On the first, each node is a machine of its ow
 slurmd in a network namespace reached over veth, n2 also in a private mount namespace),
 and one caller outside an allocation has srun start its ranks as steps of it
 (Placement::slurm): results, in_ddp, a library shipped to n2, the caller's port
-unreachable from n2, a worker killed, an interrupt, a node dying. On the second (two
+unreachable from n2, a worker killed, an interrupt, a node dying; and the intro notebook
+run by mpify's kernel inside an allocation trains with a rank on a node. On the second (two
 slurmd on ports 17001-17002 of 127.0.0.1), srun, sbatch and mpirun start one caller per
 node, which places itself with mpify::DdpOptions::from_environment and runs in_ddp(2,
 ...): one group of 4. Slurm's host
@@ -18,6 +19,7 @@ Needs root; exits 77 (ctest: skipped) where slurm-wlm, munge or openmpi-bin are 
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -194,10 +196,12 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
                               text=True, timeout=300)
 
 
-def slurm_cases(caller, hostlist, remote_caller, example):
+def slurm_cases(caller, hostlist, remote_caller, example, notebook):
     # One caller on a login node, its ranks steps on nodes that are machines of their own.
     with SlurmCluster(namespaced=True) as cluster:
         slurm_placement_cases(cluster, remote_caller)
+        if notebook:
+            notebook_on_allocation_case(cluster, notebook)
         node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
     # A caller on every node (started by srun, sbatch), as the per-machine path runs.
     with SlurmCluster() as cluster:
@@ -305,11 +309,14 @@ def slurm_placement_cases(cluster, remote_caller):
         check(run.returncode == 0 and "allreduce = 10" in run.stdout and "parameters match one process: yes" in run.stdout,
               "Placement::slurm: in_ddp over the caller and 2 nodes x 2 ranks trains as one process",
               run.stdout + run.stderr)
+        # Inside, without being told its address: n1 does not resolve here, Slurm's NodeAddr does.
         inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]")
+        del inside["MPIFY_TEST_CALLER_ADDRESS"]
         run = subprocess.run([remote_caller, "report", "slurm", "1", "60000", "n1", "n2"], env=inside,
                              capture_output=True, text=True, timeout=180)
         check(run.returncode == 0 and "rank 2: pid" in run.stdout,
-              "Placement::slurm inside the allocation: its nodes from SLURM_JOB_NODELIST", run.stdout + run.stderr)
+              "Placement::slurm inside the allocation: its nodes from SLURM_JOB_NODELIST, the caller's address "
+              "toward them from Slurm's NodeAddr", run.stdout + run.stderr)
         no_step_left(cluster, job, "after the calls")
         shipping_case(cluster, job, env, remote_caller)
         unreachable_port_case(cluster, job, env, remote_caller)
@@ -383,6 +390,30 @@ def unreachable_port_case(cluster, job, env, remote_caller):
           f"Placement::slurm: the caller's port unreachable from n2 is an error naming it within 5 s of the "
           f"launch ({elapsed if elapsed is None else round(elapsed, 1)} s)", out)
     no_step_left(cluster, job, "after the unreachable port")
+
+
+def notebook_on_allocation_case(cluster, notebook):
+    """The intro notebook run by mpify's kernel as Jupyter started in salloc's shell would
+    be (SLURM_JOB_ID and the node list in its environment): its "On other machines" cell
+    trains with rank 1 a step on n1, the kernel rank 0 on this login node, told nothing of
+    where it runs (the caller's address toward n1 comes from Slurm's NodeAddr)."""
+    job, env = allocation_of_two_nodes(cluster, " (the notebook's)")
+    if job is None:
+        return
+    runner, source, out = notebook
+    try:
+        inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]", MPIFY_EXAMPLES_MAX_BATCHES="5",
+                      MPIFY_CACHE_DIR=cluster.caller_cache)
+        del inside["MPIFY_TEST_CALLER_ADDRESS"]
+        workdir = os.path.join(cluster.folder, "notebook")
+        run = subprocess.run(shlex.split(runner) + [source, "--out", out, "--workdir", workdir, "--expect",
+                                                    "in_ddp with rank 1 on the allocation: accuracy"],
+                             env=inside, capture_output=True, text=True, timeout=400)
+        check(run.returncode == 0, "the intro notebook, in Jupyter inside an allocation, trains with rank 1 a step "
+              "on a node", (run.stdout + run.stderr)[-3000:])
+        no_step_left(cluster, job, "after the notebook")
+    finally:
+        subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
 
 
 def parent_of(pid):
@@ -477,6 +508,10 @@ def main():
     parser.add_argument("--hostlist", required=True)
     parser.add_argument("--remote-caller", required=True)
     parser.add_argument("--example-root", help="a repository whose build/bin/intro exists: run its sbatch script")
+    parser.add_argument("--notebook-runner", help="the notebook runner's command (tests/kernel/run_notebook.py with "
+                        "its options): run the intro notebook inside an allocation")
+    parser.add_argument("--notebook", help="with --notebook-runner: the intro notebook")
+    parser.add_argument("--notebook-out", help="with --notebook-runner: where the executed notebook goes")
     args = parser.parse_args()
     missing = [p for p in ("slurmctld", "slurmd", "srun", "scontrol", "mpirun") if shutil.which(p) is None]
     if not os.path.exists("/usr/sbin/munged"):
@@ -484,7 +519,8 @@ def main():
     if os.geteuid() != 0 or missing:
         print(f"SKIPPED: needs root and {', '.join(missing) or 'root'} (scripts/install-deps.sh installs them)")
         return SKIPPED
-    slurm_cases(args.caller, args.hostlist, args.remote_caller, args.example_root)
+    notebook = (args.notebook_runner, args.notebook, args.notebook_out) if args.notebook_runner else None
+    slurm_cases(args.caller, args.hostlist, args.remote_caller, args.example_root, notebook)
     mpirun_cases(args.caller, args.remote_caller)
     return verdict()
 
