@@ -237,6 +237,22 @@ TEST_CASE("strangers on the caller's port during a call are refused and the resu
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("an agent whose mpify was built with another LibTorch is an error naming both versions",
+          "[remote][once]") {
+    mpify::Options options = on_this_host(1, 1);
+    options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " torch " +
+                                MPIFY_VERSION_STRING + " %C";
+    try {
+        mpify::ranch(options, 2, in_library::add, 1, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::SpawnError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("the agent on impostor-host runs an mpify built with LibTorch "
+                                             "0.0.0-impostor, this caller's is built with LibTorch " +
+                                             std::string(MPIFY_TORCH_VERSION_STRING)));
+    }
+    CHECK(mpify_test::has_no_children());
+}
+
 TEST_CASE("an agent of another mpify version is an error naming both versions", "[remote][once]") {
     mpify::Options options = on_this_host(1, 1);
     options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " version %C";

@@ -111,6 +111,7 @@ std::string encode_hello(const AgentHello& hello) {
     out.str(hello.mpify_version);  // first, so that any version reads it
     out.str(hello.host);
     out.i64(hello.pid);
+    out.str(hello.torch_version);
     return out.take();
 }
 
@@ -120,6 +121,9 @@ AgentHello decode_hello(std::string_view payload) {
     hello.mpify_version = in.str("its mpify version");
     hello.host = in.str("its host name");
     hello.pid = in.i64("its pid");
+    // Last, and read only when there: an agent of another mpify version may not send it,
+    // and must still be told apart by its version.
+    if (in.left() > 0) hello.torch_version = in.str("its LibTorch version");
     in.expect_end();
     return hello;
 }

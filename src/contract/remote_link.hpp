@@ -9,7 +9,7 @@
 // No payload exceeds max_link_payload: the call's frames and the worker's output travel
 // as many messages, so neither end ever holds more than one message it has not asked for.
 //
-//   agent -> caller   hello    the agent's mpify version, host name and pid
+//   agent -> caller   hello    the agent's mpify version, host name, pid and LibTorch version
 //   caller -> agent   library  a library the worker will load: its path, size and SHA-256
 //   agent -> caller   library_here    where that library is on the agent's machine
 //                     (the path itself, or its copy in the machine's shipped cache); or
@@ -119,6 +119,7 @@ struct AgentHello {
     std::string mpify_version;
     std::string host;
     std::int64_t pid = 0;
+    std::string torch_version;  ///< the LibTorch the agent's mpify was built against
 };
 std::string encode_hello(const AgentHello& hello);
 AgentHello decode_hello(std::string_view payload);

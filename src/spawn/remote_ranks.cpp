@@ -196,6 +196,11 @@ void RemoteRanks::greet(Rank& rank, Clock::time_point deadline) {
     if (said.mpify_version != MPIFY_VERSION_STRING)
         throw SpawnError(fmt::format("mpify: the agent on {} runs mpify {}, this caller mpify {}: install the same "
                                      "mpify on every machine", said.host, said.mpify_version, MPIFY_VERSION_STRING));
+    if (said.torch_version != MPIFY_TORCH_VERSION_STRING)
+        throw SpawnError(fmt::format("mpify: the agent on {} runs an mpify built with LibTorch {}, this caller's is "
+                                     "built with LibTorch {}: install the same LibTorch, and mpify built against it, on "
+                                     "every machine", said.host, said.torch_version.empty() ? "?" : said.torch_version,
+                                     MPIFY_TORCH_VERSION_STRING));
 }
 
 StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::string>& variables, Relay relay,

@@ -166,7 +166,7 @@ private:
 // Says hello, places the call's libraries, takes the call's variables and starts the
 // worker with them.
 StartedWorker start_rank_worker(int link, int rank) {
-    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid()}));
+    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
     // Before the start come the call's libraries, each found here or received.
     LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     while (start.type == LinkType::library) {

@@ -10,6 +10,8 @@ mismatched machine would (remote_test.cpp uses it as the placement's command tem
   agent_impostor.py version %C     an agent of another mpify: proves the call's secret
                                    (the first line of stdin), then says hello as mpify
                                    0.0.0-impostor, and waits for the caller to hang up.
+  agent_impostor.py torch V %C     the same, as mpify V (the caller's) built with
+                                   LibTorch 0.0.0-impostor.
 
 %C is `env MPIFY_CONNECT=tcp:ADDRESS:PORT MPIFY_CONNECT_RANK=R .../mpify-worker`. The
 protocol is contract/remote_link.hpp's and common/secret_handshake.hpp's, written again
@@ -71,15 +73,18 @@ def strangers(command):
     os.execvp(command[0], command)
 
 
-def mismatched_version(command):
+def mismatched_version(command, mpify_version=IMPOSTOR_VERSION, torch_version=None):
     address, port, rank = agent_settings(command)
     key = bytes.fromhex(sys.stdin.readline().strip())
     link = socket.create_connection((address, port))
     link.sendall(answer(read_exactly(link, 40), key, rank))
     read_exactly(link, 32)  # the caller's proof
     host = b"impostor-host"
-    version = IMPOSTOR_VERSION.encode()
+    version = mpify_version.encode()
     payload = struct.pack("<I", len(version)) + version + struct.pack("<I", len(host)) + host + struct.pack("<q", os.getpid())
+    if torch_version is not None:
+        torch = torch_version.encode()
+        payload += struct.pack("<I", len(torch)) + torch
     link.sendall(struct.pack("<BI", 1, len(payload)) + payload)  # hello
     while link.recv(4096):
         pass
@@ -91,6 +96,8 @@ def main():
         strangers(command)
     elif mode == "version":
         mismatched_version(command)
+    elif mode == "torch":  # torch MPIFY_VERSION %C: the caller's mpify, another LibTorch
+        mismatched_version(command[1:], mpify_version=command[0], torch_version=IMPOSTOR_VERSION)
     else:
         sys.exit(f"unknown mode {mode}")
 
