@@ -118,20 +118,25 @@ class Requests(KernelTest):
         self.assertEqual(reply["matches"], ["my_counter"])
 
 
+def load_test_functions(kernel):
+    """Loads the kernel tests' functions library into `kernel` and runs a warm-up ranch."""
+    messages, reply = kernel.run(
+        '#pragma cling add_include_path("{include}")\n'
+        '#pragma cling add_library_path("{lib}")\n'
+        '#pragma cling load("libmpify_kernel_test_functions")\n'.format(include=kernel_client.ARGS.include_dir, lib=kernel_client.ARGS.lib_dir))
+    assert reply["status"] == "ok", messages
+    messages, reply = kernel.run(
+        '#include <mpify/mpify.hpp>\n#include <mpify/ddp_guard.hpp>\n#include <cstdio>\n'
+        'namespace kernel_test { int sleep_seconds(int); long all_reduce_for(int); }\n'
+        'std::printf("warm-up %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
+    assert reply["status"] == "ok" and "warm-up 1" in stream_text(messages), messages
+
+
 class Interrupts(KernelTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        messages, reply = cls.kernel.run(
-            '#pragma cling add_include_path("{include}")\n'
-            '#pragma cling add_library_path("{lib}")\n'
-            '#pragma cling load("libmpify_kernel_test_functions")\n'.format(include=kernel_client.ARGS.include_dir, lib=kernel_client.ARGS.lib_dir))
-        assert reply["status"] == "ok", messages
-        messages, reply = cls.kernel.run(
-            '#include <mpify/mpify.hpp>\n#include <mpify/ddp_guard.hpp>\n#include <cstdio>\n'
-            'namespace kernel_test { int sleep_seconds(int); long all_reduce_for(int); }\n'
-            'std::printf("warm-up %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
-        assert reply["status"] == "ok" and "warm-up 1" in stream_text(messages), messages
+        load_test_functions(cls.kernel)
 
     def interrupt_after(self, code, started_text):
         """Runs `code`, interrupts the kernel once `started_text` was printed, and returns
@@ -162,6 +167,57 @@ class Interrupts(KernelTest):
         self.assertEqual(error["ename"], "mpify::Interrupted")
         self.assertLess(took, 2.0)
         self.assert_ok('std::printf("ok\\n");')
+
+
+def descendants_of(pid):
+    """Every process below `pid` (children, theirs, ...)."""
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = set().union(*(children_of(p) for p in frontier)) - found
+        found |= frontier
+    return found
+
+
+def alive(pid):
+    """True while `pid` is a process that is not a zombie."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def command_name(pid):
+    with open("/proc/{}/comm".format(pid)) as comm:
+        return comm.read().strip()
+
+
+class RestartDuringARemoteCall(KernelTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        load_test_functions(cls.kernel)
+
+    def test_a_restart_while_a_rank_runs_elsewhere_leaves_nothing_running(self):
+        # Rank 1 through the command launcher (%C: its agent here, but started, linked and
+        # relayed as on another machine); the kernel, rank 0, is killed as a restart does
+        # when the kernel does not answer.
+        msg_id = self.kernel.start('mpify::Options elsewhere;\n'
+                                   'elsewhere.placement = mpify::Placement::by_command("%C", {"localhost"}, 1);\n'
+                                   'auto slept = mpify::ranch(elsewhere, 2, kernel_test::sleep_seconds, 60);')
+        self.kernel.collect(msg_id, timeout=60, until=lambda m: "@" in stream_text(m) and
+                            "sleeping" in stream_text(m).split("@", 1)[1])
+        running = descendants_of(self.kernel.pid)
+        names = {pid: command_name(pid) for pid in running if alive(pid)}
+        print("running before the restart: {}".format(sorted(names.values())))
+        self.assertGreaterEqual(len(names), 4, "the launcher, the agent, its worker and the stand-in: {}".format(names))
+        self.kernel.manager.restart_kernel(now=True)
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in running) and time.monotonic() < deadline:
+            time.sleep(0.1)  # processes of a killed kernel end on their own: watched, not awaited
+        self.assertEqual({pid: names.get(pid) for pid in running if alive(pid)}, {},
+                         "processes of the call outlived the kernel's restart")
+        self.kernel.client.wait_for_ready(timeout=60)
 
 
 class Restart(KernelTest):
