@@ -10,6 +10,7 @@
 //                 caller waits without a rank of its own; SIGINT interrupts it
 //         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
 //                 (the sum of the ranks), then "parameters match one process: yes|no"
+//         allreduce  the first half of ddp only: "allreduce = S"
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
 //                 (the library file each rank loaded), after "library: PATH"
@@ -69,7 +70,7 @@ void ship(const mpify::Options& options, int n) {
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
+        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -96,9 +97,10 @@ int main(int argc, char** argv) {
                 std::cout << "rank " << rank << ": pid " << reports[rank].pid << std::endl;
             mpify::ranch(options, n, in_library::print_lines, 1);
             std::cout << "\ndone" << std::endl;
-        } else if (mode == "ddp") {
+        } else if (mode == "ddp" || mode == "allreduce") {
             std::cout << "allreduce = " << mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::allreduce_rank)
                       << std::endl;
+            if (mode == "allreduce") return 0;
             ddp_test::TrainSpec spec;
             spec.bucket_bytes = 64;
             const auto ddp = mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::train_mlp, spec).parameters;

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""One caller against one caller per machine, on the launchers test's two-node Slurm whose
+nodes are network namespaces (tests/machines/launchers_test.py), in one run, interleaved:
+the wall time of a program that forms one DDP group over both nodes and all-reduces once,
+  - one caller on the login node, its ranks steps of the allocation (Placement::slurm,
+    2 per node; the caller is rank 0 as well): mpify_test_remote_caller allreduce;
+  - one caller per node started by srun (2 ranks each, placed from Slurm's variables):
+    mpify_test_machine_caller allreduce.
+Needs root, slurm-wlm and munge (scripts/install-deps.sh).
+
+  python3 benchmarks/remote_ranks_bench.py --build-dir build [--rounds 5]"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "machines"))
+import launchers_test  # noqa: E402
+
+
+def timed(command, env):
+    began = time.monotonic()
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - began
+    if run.returncode != 0 or "allreduce = " not in run.stdout:
+        sys.exit(f"{' '.join(command)} failed:\n{run.stdout}{run.stderr}")
+    return took
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    bin_dir = os.path.abspath(os.path.join(args.build_dir, "bin"))
+    with launchers_test.SlurmCluster(namespaced=True) as cluster:
+        job, env = launchers_test.allocation_of_two_nodes(cluster, "")
+        if job is None:
+            sys.exit("no allocation")
+        try:
+            one_caller = [f"{bin_dir}/mpify_test_remote_caller", "allreduce", f"slurm:{job}", "2", "60000", "n1", "n2"]
+            per_machine = ["srun", f"--jobid={job}", "--overlap", "-N2", "-n2", "--ntasks-per-node=1", "--quiet",
+                           f"{bin_dir}/mpify_test_machine_caller", "allreduce", "2", "60000"]
+            per_machine_env = dict(cluster.env, MASTER_ADDR=cluster.node_addresses["n1"])
+            times = {"one": [], "per": []}
+            for _ in range(args.rounds):
+                times["one"].append(timed(one_caller, env))
+                times["per"].append(timed(per_machine, per_machine_env))
+        finally:
+            subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
+    one, per = statistics.median(times["one"]), statistics.median(times["per"])
+    print("| path | ranks | median wall time (s) | each round (s) |")
+    print("|---|---|---|---|")
+    print(f"| one caller, ranks as steps (Placement::slurm) | 1 + 2 × 2 | {one:.2f} | "
+          f"{', '.join(f'{t:.2f}' for t in times['one'])} |")
+    print(f"| a caller per node (srun -N2 -n2) | 2 × 2 | {per:.2f} | {', '.join(f'{t:.2f}' for t in times['per'])} |")
+    print(f"one caller / per machine: {one / per:.2f}")
+
+
+if __name__ == "__main__":
+    main()
