@@ -4,8 +4,9 @@ and munge) and Open MPI's mpirun. On the first, each node is a machine of its ow
 slurmd in a network namespace reached over veth, n2 also in a private mount namespace),
 and one caller outside an allocation has srun start its ranks as steps of it
 (Placement::slurm): results, in_ddp, a library shipped to n2, the caller's port
-unreachable from n2, a worker killed, an interrupt, a node dying; and the intro notebook
-run by mpify's kernel inside an allocation trains with a rank on a node. On the second (two
+unreachable from n2, a worker killed, an interrupt, a node dying; the intro notebook run
+by mpify's kernel inside an allocation trains with a rank on a node; and
+Placement::mpirun reaches the same two nodes. On the second (two
 slurmd on ports 17001-17002 of 127.0.0.1), srun, sbatch and mpirun start one caller per
 node, which places itself with mpify::DdpOptions::from_environment and runs in_ddp(2,
 ...): one group of 4. Slurm's host
@@ -62,6 +63,7 @@ class SlurmCluster:
         self.conf = os.path.join(self.folder, "slurm.conf")
         self.env = clean_environment(SLURM_CONF=self.conf)
         self.daemons = []
+        self.slurmd = {}  # node: its slurmd (also in daemons)
         self.namespaced = namespaced
         tag = os.getpid() % 100000
         subnet = 150 + os.getpid() % 50
@@ -115,7 +117,8 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
             self._make_network()
         self.daemons.append(subprocess.Popen(["slurmctld", "-D"], env=self.env))
         for node in ("n1", "n2"):
-            self.daemons.append(subprocess.Popen(self._slurmd_command(node), env=self.env))
+            self.slurmd[node] = subprocess.Popen(self._slurmd_command(node), env=self.env)
+            self.daemons.append(self.slurmd[node])
         # Ready when both nodes have registered with the controller (nothing announces it:
         # ask, until they are, for a minute at most).
         deadline = time.monotonic() + 60
@@ -162,6 +165,24 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
         return ["nsenter", f"--net=/run/netns/{self.netns[node]}", "unshare", "--uts", *mount, "sh", "-c",
                 f"hostname {node} && {hide}exec slurmd -D -N {node}"]
 
+    def rsh_agent(self):
+        """A script for Open MPI's plm_rsh_agent that runs a command on a node (by its
+        address) inside that node's namespaces, as ssh would on a machine of its own."""
+        script = os.path.join(self.folder, "rsh-into-node")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nhost=$1; shift\ncase $host in\n")
+            for node in ("n1", "n2"):
+                f.write(f"  {self.node_addresses[node]}) pid={self.slurmd[node].pid} ;;\n")
+            f.write('  *) echo "no node $host" >&2; exit 255 ;;\nesac\n'
+                    'exec nsenter -t "$pid" -n -u -m -- /bin/sh -c "$*"\n')
+        os.chmod(script, 0o755)
+        return script
+
+    def node_processes(self, node):
+        """The processes in `node`'s network namespace other than its slurmd."""
+        pids = ip("netns", "pids", self.netns[node], check_status=False).stdout.split()
+        return [int(p) for p in pids if int(p) != self.slurmd[node].pid]
+
     def cut_from_caller(self, node, cut=True):
         """Makes the caller's address unreachable from `node` (a route to a neighbour that
         never answers), or reachable again; Slurm's own traffic is not touched."""
@@ -202,6 +223,7 @@ def slurm_cases(caller, hostlist, remote_caller, example, notebook):
         slurm_placement_cases(cluster, remote_caller)
         if notebook:
             notebook_on_allocation_case(cluster, notebook)
+        mpirun_on_nodes_case(cluster, remote_caller)
         node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
     # A caller on every node (started by srun, sbatch), as the per-machine path runs.
     with SlurmCluster() as cluster:
@@ -392,6 +414,25 @@ def unreachable_port_case(cluster, job, env, remote_caller):
     no_step_left(cluster, job, "after the unreachable port")
 
 
+def mpirun_on_nodes_case(cluster, remote_caller):
+    """Placement::mpirun over the same two machines: Open MPI reaches each node through its
+    rsh agent (here a script that enters the node's namespaces, where a cluster has ssh)."""
+    hosts = [cluster.node_addresses["n1"], cluster.node_addresses["n2"]]
+    launcher = f"mpirun --allow-run-as-root --mca plm_rsh_agent {cluster.rsh_agent()}"
+    run = subprocess.run([remote_caller, "report", launcher, "2", "60000", *hosts], env=clean_environment(),
+                         capture_output=True, text=True, timeout=180)
+    check(run.returncode == 0 and all(f"rank {r}: pid" in run.stdout for r in range(5)) and
+          "[rank 4@n2]" in run.stdout and "[rank 1@n1]" in run.stdout,
+          "Placement::mpirun over the two nodes: 2 x 2 ranks return their results, lines tagged with each node",
+          run.stdout + run.stderr)
+    deadline = time.monotonic() + 5
+    while (cluster.node_processes("n1") or cluster.node_processes("n2")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # mpirun's daemons end after the call: watched, not awaited
+    check(not cluster.node_processes("n1") and not cluster.node_processes("n2"),
+          "Placement::mpirun: nothing but slurmd left on either node",
+          str(cluster.node_processes("n1") + cluster.node_processes("n2")))
+
+
 def notebook_on_allocation_case(cluster, notebook):
     """The intro notebook run by mpify's kernel as Jupyter started in salloc's shell would
     be (SLURM_JOB_ID and the node list in its environment): its "On other machines" cell
@@ -460,7 +501,7 @@ def node_death_case(cluster, remote_caller):
         check(command_name(doomed[-1]).startswith("slurmstepd"), "a node dies: rank 1's slurmstepd is found",
               str(doomed))
         at = time.monotonic()
-        cluster.daemons[2].kill()  # n2's slurmd (after slurmctld and n1's)
+        cluster.slurmd["n2"].kill()
         for pid in doomed:
             os.kill(pid, signal.SIGKILL)
         try:
