@@ -225,6 +225,8 @@ def slurm_cases(caller, hostlist, remote_caller, example, notebook):
             notebook_on_allocation_case(cluster, notebook)
         mpirun_on_nodes_case(cluster, remote_caller)
         node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
+    left = [name for name in cluster.netns.values() if name in ip("netns", "list").stdout]
+    check(not left, "the nodes' namespaces are removed with the cluster", str(left))
     # A caller on every node (started by srun, sbatch), as the per-machine path runs.
     with SlurmCluster() as cluster:
         # (Slurm 22.05 refuses text after the last bracket, "a[1-2]b", which later versions
