@@ -186,7 +186,7 @@ StartedWorker start_rank_worker(int link, int rank) {
         send_link_message(link, LinkType::started, encode_number(worker.process.pid));
         return worker;
     } catch (const std::exception& e) {
-        send_link_message(link, LinkType::refused, fmt::format("on {}: {}", this_host_name(), e.what()));
+        send_link_message(link, LinkType::refused, e.what());  // the caller names this host itself
         throw;
     }
 }

@@ -128,13 +128,12 @@ std::string answer_library_offer(int link, const LibraryOffer& offer, Clock::dur
         send_link_message(link, LinkType::library_here, encode_here(here));
         return here.path;
     } catch (const std::exception& e) {
-        const std::string why = fmt::format("on {}: {}", this_host_name(), e.what());
         try {
-            send_link_message(link, LinkType::refused, why);
+            send_link_message(link, LinkType::refused, e.what());  // the caller names this host itself
         } catch (const std::exception&) {
             // the caller is gone: the agent's end says why
         }
-        throw std::runtime_error(why);
+        throw std::runtime_error(fmt::format("on {}: {}", this_host_name(), e.what()));
     }
 }
 

@@ -19,8 +19,8 @@ constexpr std::uint64_t most_shipped_library_bytes = std::uint64_t(4) << 30;
 
 /// Answers `offer` (just received on `link`, blocking) with library_here, receiving the
 /// bytes first when no copy is on this machine (each message within `patience`); returns
-/// the path the worker loads. When it cannot, tells the caller with refused (naming this
-/// host) and throws std::runtime_error.
+/// the path the worker loads. When it cannot, tells the caller why with refused and throws
+/// std::runtime_error saying so with this host's name.
 std::string answer_library_offer(int link, const LibraryOffer& offer, Clock::duration patience);
 
 }  // namespace mpify::detail
