@@ -2,9 +2,14 @@
 
 #include <learner/learner.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 namespace mpify_examples {
 
@@ -23,13 +28,21 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
         } else {
             std::fprintf(stderr, "usage: %s [--procs N] [--out DIR] [--in-ddp-only] [--nodes-from-environment]\n"
                                  "  --procs N  processes of the in_ddp run (per machine; default 2)\n"
-                                 "  --out DIR  folder for the per-epoch CSV files (default .)\n"
+                                 "  --out DIR  folder for the per-epoch CSV files, made if missing (default .)\n"
                                  "  --in-ddp-only  skip the run in this process, train with in_ddp only\n"
                                  "  --nodes-from-environment  train once, as one machine of several, placed by\n"
                                  "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
                          program);
             std::exit(2);
         }
+    }
+    // Made now, not found missing when the first epoch's CSV is written a minute later.
+    std::error_code error;
+    std::filesystem::create_directories(cli.out_dir, error);
+    if (error || ::access(cli.out_dir.c_str(), W_OK) != 0) {
+        std::fprintf(stderr, "%s: cannot write the results in --out %s: %s\n", program, cli.out_dir.c_str(),
+                     error ? error.message().c_str() : std::strerror(errno));
+        std::exit(2);
     }
     return cli;
 }
