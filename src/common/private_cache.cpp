@@ -49,4 +49,10 @@ fs::path private_cache_folder(const fs::path& root, const std::string& name, con
     return folder;
 }
 
+bool private_regular_file(const fs::path& path) {
+    struct stat info {};
+    return ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == ::geteuid() &&
+           (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 }  // namespace mpify::detail

@@ -25,4 +25,8 @@ struct CacheUser {
 std::filesystem::path private_cache_folder(const std::filesystem::path& root, const std::string& name,
                                            const CacheUser& user);
 
+/// True when `path` is a regular file, not a symbolic link, of this user's that nobody else
+/// can write: a file of such a folder fit to be loaded.
+bool private_regular_file(const std::filesystem::path& path);
+
 }  // namespace mpify::detail

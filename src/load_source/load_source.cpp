@@ -75,10 +75,7 @@ std::string fingerprint_of_file(const fs::path& path) {
 // True when `library` is a regular file of this user's, not writable by others, whose
 // bytes match the fingerprint recorded when it was compiled.
 bool cached_library_intact(const fs::path& library) {
-    struct stat info {};
-    if (::lstat(library.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
-        (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return false;
+    if (!detail::private_regular_file(library)) return false;
     const std::string recorded = read_file(fingerprint_file(library));
     return !recorded.empty() && recorded == fingerprint_of_file(library);
 }

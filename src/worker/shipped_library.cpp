@@ -26,10 +26,11 @@ namespace fs = std::filesystem;
 // shipped cache (`own_copy`) must also be this user's, writable by nobody else, and no
 // symbolic link: it is about to be loaded.
 bool holds_offered_bytes(const std::string& path, const LibraryOffer& offer, bool own_copy) {
+    if (own_copy && !private_regular_file(path)) return false;
     struct stat info {};
-    const int found = own_copy ? ::lstat(path.c_str(), &info) : ::stat(path.c_str(), &info);
-    if (found != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) != offer.size) return false;
-    if (own_copy && (info.st_uid != ::geteuid() || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)) return false;
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+        static_cast<std::uint64_t>(info.st_size) != offer.size)
+        return false;
     try {
         return content_hash_of_file(path) == offer.hash;
     } catch (const std::system_error&) {
