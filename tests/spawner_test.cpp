@@ -79,7 +79,7 @@ private:
 }  // namespace
 
 TEST_CASE("workers forked from the template are distinct processes with one thread that can run OpenMP",
-          "[template]") {
+          "[template][own_process]") {
     mpify::Options options = from_template();
     options.caller_rank = std::nullopt;
     const std::vector<in_library::WorkerFacts> facts = mpify::ranch(options, 3, in_library::worker_facts, 2);
@@ -96,7 +96,7 @@ TEST_CASE("workers forked from the template are distinct processes with one thre
     CHECK(live_templates().size() == 1);
 }
 
-TEST_CASE("a template killed between two calls is replaced by the next call", "[template]") {
+TEST_CASE("a template killed between two calls is replaced by the next call", "[template][own_process]") {
     CHECK(mpify::ranch(from_template(), 2, in_library::add, 1, 2) == std::vector<int>{3, 4});
     const std::vector<pid_t> first = live_templates();
     REQUIRE(first.size() == 1);
@@ -142,7 +142,8 @@ TEST_CASE("a function whose type changed in a rebuilt library is refused, with b
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("a template that a library gave a thread falls back to exec and says why", "[template]") {
+TEST_CASE("a template that a library gave a thread falls back to exec and says why",
+          "[template][own_process]") {
     auto* answer = function_in<int()>(MPIFY_TEST_THREAD_AT_LOAD, "mpify_test_answer_despite_a_thread");
     StderrCapture captured;
     CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});
@@ -150,4 +151,7 @@ TEST_CASE("a template that a library gave a thread falls back to exec and says w
     CHECK_THAT(log, Contains("by exec, not from the warm template") && Contains("threads"));
     CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});  // exec from then on
     CHECK(live_templates().empty());
+    // That library only: the other libraries' workers fork from a fresh template again.
+    CHECK(mpify::ranch(from_template(), 2, in_library::add, 1, 2) == std::vector<int>{3, 4});
+    CHECK(live_templates().size() == 1);
 }

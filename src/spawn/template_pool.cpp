@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mpify::detail {
@@ -59,7 +60,10 @@ struct Templates {
         std::string signature;  // load_time_signature of its environment
     };
     std::map<std::string, Slot> by_program;  // worker program -> its template
-    std::set<std::string> exec_only;         // worker programs that cannot have one (the reason is logged)
+    // (program, library) pairs whose template could never fork safely (the library, or
+    // the program itself, started a thread as it loaded; the reason is logged). That
+    // template is gone; the program's other libraries get a fresh one.
+    std::set<std::pair<std::string, std::string>> exec_only;
     std::set<std::string> logged;
 };
 
@@ -88,7 +92,7 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
         t.owner = ::getpid();
     }
     const std::string& program = host.executable;
-    if (t.exec_only.count(program) != 0) return spawn_by_exec(spec);
+    if (t.exec_only.count({program, host.library}) != 0) return spawn_by_exec(spec);
 
     const std::string signature = load_time_signature(spec.env);
     Templates::Slot& slot = t.by_program[program];
@@ -118,7 +122,7 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
             // the one the exec'd worker takes; the next call starts a template again.
             if (e.kind() == Kind::crowding) break;
             if (e.kind() == Kind::unusable) {
-                t.exec_only.insert(program);
+                t.exec_only.insert({program, host.library});
                 break;
             }
             // gone or stale: a new template gets one more try
