@@ -7,12 +7,14 @@
 // has LibTorch loaded): no launcher that starts processes can do less. The exec floor
 // starts and reaps n-1 copies of a trivial program linked with LibTorch: what any
 // exec-based launcher (Python's mpify, torchrun) pays. Shipping is measured net of the
-// same call with an empty argument.
+// same call with an empty argument: a std::string is copied into each worker's memory,
+// a tensor is used where the worker's mapping of the shared memory holds it.
 #include "timing.hpp"
 
 #include <mpify/ddp.hpp>
 #include <mpify/ddp_guard.hpp>
 #include <mpify/mpify.hpp>
+#include <mpify/tensor.hpp>
 
 #include <ATen/ATen.h>
 
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -36,6 +39,11 @@ MPIFY_REGISTER(noop);
 
 std::size_t byte_count(const std::string& blob) { return blob.size(); }
 MPIFY_REGISTER(byte_count);
+
+// A tensor arrives where the shared memory holds it (its pages mapped, not read); a
+// string is copied into memory of its own.
+std::size_t tensor_byte_count(const at::Tensor& tensor) { return tensor.nbytes(); }
+MPIFY_REGISTER(tensor_byte_count);
 
 double allreduce_rank() {
     at::Tensor t = at::full({1}, static_cast<double>(mpify::ddp::rank()), at::kDouble);
@@ -126,15 +134,23 @@ int main(int argc, char** argv) {
     shared.caller_rank = channels.caller_rank = std::nullopt;
     channels.shared_memory_threshold = SIZE_MAX;
     const double empty = measure(shipping_runs, [&] { mpify::ranch(shared, 3, byte_count, std::string()); }).best;
-    for (std::size_t mib : {64u, 256u}) {
-        const std::string blob(mib << 20, 'x');
+    auto print_rates = [&](const char* what, std::size_t mib, auto&& call) {
         auto rate = [&](const mpify::Options& options) {
-            const double net = measure(shipping_runs, [&] { mpify::ranch(options, 3, byte_count, blob); }).best - empty;
-            return net > 0 ? 3.0 * static_cast<double>(blob.size()) / 1e9 / net : 0.0;
+            const double net = measure(shipping_runs, [&] { call(options); }).best - empty;
+            return net > 0 ? 3.0 * static_cast<double>(mib << 20) / 1e9 / net : 0.0;
         };
         const double by_memfd = rate(shared), by_channel = rate(channels);
-        std::printf("%3zu MiB                      %14.2f %14.2f %8.2f\n", mib, by_memfd, by_channel,
+        std::printf("%3zu MiB %-20s %14.2f %14.2f %8.2f\n", mib, what, by_memfd, by_channel,
                     by_channel > 0 ? by_memfd / by_channel : 0.0);
+    };
+    for (std::size_t mib : {64u, 256u}) {
+        const std::string blob(mib << 20, 'x');
+        print_rates("std::string", mib, [&](const mpify::Options& options) { mpify::ranch(options, 3, byte_count, blob); });
+    }
+    for (std::size_t mib : {64u, 256u}) {
+        const at::Tensor tensor = at::ones({static_cast<std::int64_t>(mib << 18)}, at::kFloat);  // 4-byte elements
+        print_rates("at::Tensor", mib,
+                    [&](const mpify::Options& options) { mpify::ranch(options, 3, tensor_byte_count, tensor); });
     }
     return 0;
 }

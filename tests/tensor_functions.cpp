@@ -9,6 +9,11 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 namespace in_library {
 
 at::Tensor echo_tensor(at::Tensor t) { return t; }
@@ -44,5 +49,26 @@ MPIFY_REGISTER(is_arange);
 
 bool tensor_memory_cached() { return c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator(); }
 MPIFY_REGISTER(tensor_memory_cached);
+
+ArgumentUse use_argument(at::Tensor t) {
+    ArgumentUse use;
+    // /proc/self/maps: "start-end perms offset dev inode [path]", addresses in hex.
+    const auto address = reinterpret_cast<std::uintptr_t>(t.data_ptr());
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+        std::istringstream fields(line);
+        std::uintptr_t start = 0, end = 0;
+        char dash = 0;
+        std::string perms, offset, device, inode;
+        fields >> std::hex >> start >> dash >> end >> perms >> offset >> device >> inode;
+        if (address < start || address >= end) continue;
+        std::getline(fields >> std::ws, use.mapping);
+        break;
+    }
+    t.add_(mpify::local_rank());
+    use.sum_after_write = t.sum().item<std::int64_t>();
+    return use;
+}
+MPIFY_REGISTER(use_argument);
 
 }  // namespace in_library

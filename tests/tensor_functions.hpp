@@ -2,6 +2,7 @@
 #include <mpify/mpify.hpp>
 #include <mpify/tensor.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,4 +32,16 @@ bool is_arange(at::Tensor t, std::int64_t n);
 
 /// True if LibTorch's CPU allocator is not its default one here (a TensorMemoryCache lives).
 bool tensor_memory_cached();
+
+/// Where a rank found its argument, and what it then made of it.
+struct ArgumentUse {
+    std::string mapping;     ///< the file /proc/self/maps names for t's elements ("" if none)
+    std::int64_t sum_after_write = 0;  ///< t's sum after the rank added its rank to it in place
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar& mapping& sum_after_write;
+    }
+};
+/// Looks up where `t`'s elements lie, then adds the rank to them in place.
+ArgumentUse use_argument(at::Tensor t);
 }  // namespace in_library

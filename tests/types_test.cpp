@@ -54,6 +54,29 @@ TEST_CASE("a 256 MiB tensor argument to n = 3 arrives intact in every worker", "
     CHECK(intact == std::vector<bool>(3, true));
 }
 
+TEST_CASE("a large tensor argument is used where shared memory holds it, and each rank's writes stay its own",
+          "[types][tensor]") {
+    const std::int64_t elements = std::int64_t(1) << 20;  // int64: 8 MiB
+    const at::Tensor base = at::arange(elements, at::kLong);
+    const std::int64_t base_sum = elements * (elements - 1) / 2;
+    mpify::Options options;
+    options.caller_rank = std::nullopt;  // three workers
+    bool shared = true;
+    SECTION("in shared memory: in place") {}
+    SECTION("through each worker's channel: a copy") {
+        options.shared_memory_threshold = SIZE_MAX;
+        shared = false;
+    }
+    const auto uses = mpify::ranch(options, 3, in_library::use_argument, base);
+    REQUIRE(uses.size() == 3);
+    for (std::size_t rank = 0; rank < 3; ++rank) {
+        INFO("rank " << rank << ", elements in " << uses[rank].mapping);
+        CHECK(uses[rank].sum_after_write == base_sum + static_cast<std::int64_t>(rank) * elements);
+        CHECK((uses[rank].mapping.find("memfd:mpify-arguments") != std::string::npos) == shared);
+    }
+    CHECK(base.sum().item<std::int64_t>() == base_sum);  // the caller's tensor is as it was
+}
+
 TEST_CASE("tensors of any dtype and shape arrive equal", "[types][tensor]") {
     std::vector<at::Tensor> tensors{
         at::randn({3, 4}),

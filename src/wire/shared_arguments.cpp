@@ -40,9 +40,18 @@ UniqueFd share_arguments(const std::string& bytes) {
 }
 
 MappedArguments::MappedArguments(int fd, std::size_t size) : size_(size) {
-    // MAP_POPULATE: one pass that maps every page now, instead of a fault per page later.
-    data_ = ::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-    const int error = errno;
+    // Private: a value read in place (wire/in_place_bytes.hpp) that its rank writes to
+    // gets its own copies of the pages it writes, and the other ranks never see them.
+    // Mapped read-only first so that MAP_POPULATE maps every page now (one pass instead of
+    // a fault per page later) without copying any: populating a writable private mapping
+    // would copy them all. Writable after, page by page on the first write.
+    data_ = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    int error = errno;
+    if (data_ != MAP_FAILED && ::mprotect(data_, size, PROT_READ | PROT_WRITE) != 0) {
+        error = errno;
+        ::munmap(data_, size);
+        data_ = MAP_FAILED;
+    }
     ::close(fd);
     if (data_ == MAP_FAILED) {
         data_ = nullptr;

@@ -1,7 +1,8 @@
 #pragma once
 // Large arguments travel once: the caller writes them into a sealed memfd that every
-// worker receives as fd 4 and maps read-only, instead of sending one copy per worker
-// through its channel. (Results stay on the channels: each rank has its own.)
+// worker receives as fd 4 and maps copy-on-write, instead of sending one copy per worker
+// through its channel; tensors among them are used where they lie (in_place_bytes.hpp).
+// (Results stay on the channels: each rank has its own.)
 #include "common/unique_fd.hpp"
 
 #include <cstddef>
@@ -16,7 +17,8 @@ namespace mpify::detail {
 /// seccomp filter). Throws SpawnError when memory for them is lacking.
 UniqueFd share_arguments(const std::string& bytes);
 
-/// The worker's view of arguments shared this way; unmapped on destruction.
+/// The worker's private, copy-on-write view of arguments shared this way; unmapped on
+/// destruction.
 class MappedArguments {
 public:
     /// Maps `size` bytes of `fd` and closes `fd`. Throws std::system_error.

@@ -1,10 +1,14 @@
 // The compiled half of tensor serialization (include/mpify/tensor.hpp): the ATen calls
 // stay here, so the header needs only at::Tensor itself.
+#include "wire/in_place_bytes.hpp"
+
 #include <mpify/error.hpp>
 #include <mpify/tensor.hpp>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+
+#include <utility>
 
 namespace mpify::detail {
 
@@ -39,6 +43,28 @@ at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vector<std::in
     data = tensor.data_ptr();
     nbytes = tensor.nbytes();
     return tensor;
+}
+
+bool tensor_in_place(std::int8_t dtype, const std::vector<std::int64_t>& sizes, at::Tensor& tensor) {
+    // A type or shape LibTorch refuses: the copying path says why.
+    if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) return false;
+    const auto type = static_cast<at::ScalarType>(dtype);
+    std::size_t nbytes = 0;
+    try {
+        nbytes = c10::elementSize(type);
+    } catch (const c10::Error&) {
+        return false;
+    }
+    for (const std::int64_t size : sizes)
+        if (size < 0 || __builtin_mul_overflow(nbytes, static_cast<std::size_t>(size), &nbytes)) return false;
+    if (nbytes == 0) return false;
+    InPlaceBytes bytes = take_in_place(nbytes, tensor_alignment);
+    if (bytes.data == nullptr) return false;
+    // The storage holds on to the mapping: the last tensor on it unmaps it.
+    tensor = at::from_blob(
+        const_cast<char*>(bytes.data), sizes, [owner = std::move(bytes.owner)](void*) {},
+        at::TensorOptions().dtype(type).device(at::kCPU));
+    return true;
 }
 
 }  // namespace mpify::detail

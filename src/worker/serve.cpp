@@ -6,6 +6,7 @@
 #include "registry/function_table.hpp"
 #include "registry/rank_memory.hpp"
 #include "wire/frames.hpp"
+#include "wire/in_place_bytes.hpp"
 #include "wire/messages.hpp"
 #include "wire/shared_arguments.hpp"
 #include "worker/started_by_mpify.hpp"
@@ -23,6 +24,8 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace mpify::detail {
@@ -182,12 +185,17 @@ void flush_everything() {
         std::string_view args;
         const CallMeta call = decode_call(frame->payload, args);
         name_this_worker(call.rank);
-        std::optional<MappedArguments> shared;
+        // Shared arguments: mapped, and tensors among them used in place for as long as
+        // they live (the function may keep one past the call; the mapping outlives it).
+        std::shared_ptr<MappedArguments> shared;
+        std::optional<InPlaceRegion> in_place;
         if (call.shared_args_size > 0) {
-            shared.emplace(worker_args_fd, call.shared_args_size);
+            shared = std::make_shared<MappedArguments>(worker_args_fd, call.shared_args_size);
             args = shared->bytes();
+            in_place.emplace(args.data(), args.size(), shared);
         }
         std::string result = run_call(call, args);
+        in_place.reset();
         shared.reset();
         frame.reset();  // the arguments are no longer needed
         write_frame(fd, FrameType::result, result);

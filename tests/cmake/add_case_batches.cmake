@@ -6,9 +6,9 @@
 # Why batches: a process that loads LibTorch takes 0.7 s before its first case (2 s
 # under a sanitizer), and a case in a process of its own paid it three times (the test
 # program, its warm template, mpify-worker's template). In one process per file the
-# sanitizer passes take about half the time (ASan 663 s -> 371 s, TSan 473 s -> 284 s)
-# and the plain template pass 97 s instead of about 185. A case that needs a process
-# of its own carries [own_process] and is left to catch_discover_tests.
+# sanitizer passes take half the time (a fresh clone's ASan pass 663 s -> 322 s, TSan's
+# 473 s -> 265 s). A case that needs a process of its own carries [own_process] and is
+# left to catch_discover_tests.
 #
 # Inputs: TEST_EXECUTABLE, SPEC, PREFIX, OUTPUT, TIMEOUT, ENVIRONMENT (one NAME=value, or empty).
 # (Catch 2 exits with the number of tags it listed: the listing is what says it worked.)

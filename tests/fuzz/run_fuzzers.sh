@@ -3,7 +3,7 @@
 # from its seed corpus (tests/fuzz/corpus/<target>, copied: the seeds stay as they are).
 # Fails when a target finds a crash, a leak or an overlong allocation (its input is kept
 # in BUILD_DIR/findings). Exits 77 (ctest: skipped) without clang++-19 and libFuzzer.
-#   tests/fuzz/run_fuzzers.sh build/fuzz 10              (what ./run test does)
+#   tests/fuzz/run_fuzzers.sh build/fuzz 6               (what ./run test does)
 #   tests/fuzz/run_fuzzers.sh build/fuzz 600 channel_fuzzer
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,7 +12,7 @@ seconds=$2
 shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(store_message_fuzzer hostlist_fuzzer channel_fuzzer template_protocol_fuzzer \
-                                  launcher_environment_fuzzer result_fuzzer)
+                                  launcher_environment_fuzzer result_fuzzer remote_link_fuzzer)
 
 if ! command -v clang++-19 >/dev/null || ! ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-x86_64.a \
     >/dev/null 2>&1; then

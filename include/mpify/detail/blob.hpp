@@ -21,9 +21,15 @@ namespace detail {
 
 /// A streambuf that appends to a std::string: no ostringstream copy at the end.
 /// Defined in libmpify, which backs large blobs with memory that is cheap to fill.
+/// While it exists it is its thread's blob being written (blob_write_offset()).
 class MPIFY_API BlobSink : public std::streambuf {
 public:
-    explicit BlobSink(std::string& out) : out_(out) {}
+    explicit BlobSink(std::string& out);
+    ~BlobSink() override;
+    BlobSink(const BlobSink&) = delete;
+    BlobSink& operator=(const BlobSink&) = delete;
+    /// Bytes written so far.
+    std::size_t size() const { return out_.size(); }
 
 protected:
     int_type overflow(int_type ch) override;
@@ -31,7 +37,13 @@ protected:
 
 private:
     std::string& out_;
+    BlobSink* outer_;  // the sink this one interrupted on its thread, if any
 };
+
+/// Where the next value written on this thread starts in its blob: the size of the
+/// innermost BlobSink alive on this thread (0 when there is none). Values whose bytes
+/// may be used in place (tensors) align them with it.
+MPIFY_API std::size_t blob_write_offset() noexcept;
 
 /// A streambuf reading a byte range in place: no copy of a large argument.
 class ViewSource : public std::streambuf {
@@ -42,6 +54,25 @@ public:
     }
     /// Bytes not read yet.
     std::size_t unread() const { return static_cast<std::size_t>(egptr() - gptr()); }
+    /// The next `n` bytes, now counted as read; the caller checked that unread() >= n.
+    const char* take(std::size_t n) {
+        char* at = gptr();
+        setg(eback(), at + n, egptr());
+        return at;
+    }
+};
+
+/// Makes `source` its thread's blob being read while it exists (the outer one again
+/// after): what lets a value's loader take its bytes in place (wire/in_place_bytes.hpp).
+class MPIFY_API ReadingBlob {
+public:
+    explicit ReadingBlob(ViewSource& source);
+    ~ReadingBlob();
+    ReadingBlob(const ReadingBlob&) = delete;
+    ReadingBlob& operator=(const ReadingBlob&) = delete;
+
+private:
+    ViewSource* outer_;
 };
 
 constexpr unsigned archive_flags = boost::archive::no_header | boost::archive::no_codecvt;
@@ -64,6 +95,7 @@ std::string to_blob(const T&... values) {
 template <class... T>
 void from_blob(std::string_view blob, T&... values) {
     ViewSource source(blob);
+    const ReadingBlob reading(source);
     boost::archive::binary_iarchive archive(source, archive_flags);
     if constexpr (sizeof...(T) > 0) (archive >> ... >> values);
     if (source.unread() != 0)
