@@ -7,8 +7,8 @@
 # under a sanitizer), and a case in a process of its own paid it three times (the test
 # program, its warm template, mpify-worker's template). In one process per file the
 # sanitizer passes take half the time (a fresh clone's ASan pass 663 s -> 331 s, TSan's
-# 473 s -> 261 s) and the plain pass 839 s instead of 1025. A case that needs a process of its own carries [own_process] and is
-# left to catch_discover_tests.
+# 473 s -> 261 s) and the plain pass 839 s instead of 1025. A case that needs a process
+# of its own carries [own_process] and is left to catch_discover_tests.
 #
 # Inputs: TEST_EXECUTABLE, SPEC, PREFIX, OUTPUT, TIMEOUT, ENVIRONMENT (one NAME=value, or empty).
 # (Catch 2 exits with the number of tags it listed: the listing is what says it worked.)
