@@ -3,6 +3,9 @@ find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+# Gloo's own library (LibTorch's targets bring it only indirectly): the group's loop waker
+# calls its TCP device (src/ddp/gloo_loop_waker.cpp).
+find_library(MPIFY_GLOO_LIBRARY gloo REQUIRED)
 # libsodium: the random secrets and HMAC proofs of connect-back and of a remote group's store
 # (common/secret_handshake.hpp).
 find_package(PkgConfig REQUIRED)

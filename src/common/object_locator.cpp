@@ -4,6 +4,7 @@
 #include <link.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 
@@ -39,7 +40,40 @@ std::string absolute(const std::string& path) {
     return ::realpath(path.c_str(), resolved) ? std::string(resolved) : path;
 }
 
+// "libfoo" of ".../libfoo.so.1.2": what a library's file and its soname's link share.
+std::string stem(const std::string& path) {
+    const std::string name = path.substr(path.rfind('/') + 1);
+    return name.substr(0, name.find(".so"));
+}
+
+struct FileSearch {
+    std::string path;
+    std::string stem;
+    struct stat file {};
+    bool found = false;
+};
+
+int visit_for_file(dl_phdr_info* info, size_t /*size*/, void* data) {
+    auto* search = static_cast<FileSearch*>(data);
+    const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+    if (name.empty() || stem(name) != search->stem) return 0;
+    struct stat loaded {};
+    search->found = name == search->path || (::stat(name.c_str(), &loaded) == 0 &&
+                                             loaded.st_dev == search->file.st_dev &&
+                                             loaded.st_ino == search->file.st_ino);
+    return search->found ? 1 : 0;
+}
+
 }  // namespace
+
+bool is_loaded(const std::string& path) {
+    FileSearch search;
+    search.path = path;
+    search.stem = stem(path);
+    if (search.stem.empty() || ::stat(path.c_str(), &search.file) != 0) return false;
+    dl_iterate_phdr(&visit_for_file, &search);
+    return search.found;
+}
 
 ObjectLocation locate_object(const void* address) {
     Search search;

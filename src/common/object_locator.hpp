@@ -12,6 +12,11 @@ struct ObjectLocation {
 
 ObjectLocation locate_object(const void* address);
 
+/// Whether the file at `path` is loaded in this process already (under that name or any
+/// other, e.g. its soname's link). A false "no" is allowed, never a false "yes": names
+/// whose file part differs from `path`'s before ".so" are not looked at.
+bool is_loaded(const std::string& path);
+
 /// Absolute path of the shared object that holds libmpify's own code.
 std::string libmpify_path();
 

@@ -1,6 +1,7 @@
 #include "ddp/active_group.hpp"
 
 #include "common/scoped_environment.hpp"
+#include "ddp/gloo_loop_waker.hpp"
 #include "ddp/open_group.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "store/server.hpp"
@@ -27,7 +28,12 @@ ProcessGroupState::~ProcessGroupState() {
         (void)group.release();
         (void)store.release();
     }
-    group.reset();  // joins Gloo's threads before the store they talk through goes
+    {
+        const GlooLoopWaker::Nudging nudging =
+            gloo_loop_waker ? gloo_loop_waker->nudge() : GlooLoopWaker::Nudging();
+        group.reset();  // joins Gloo's threads before the store they talk through goes
+    }
+    gloo_loop_waker.reset();
     store.reset();
     store_server.reset();
 }

@@ -13,6 +13,7 @@ class TensorMemoryCache;
 
 namespace mpify::detail {
 
+class GlooLoopWaker;
 class ScopedEnvironment;
 class SigpipeBlock;
 struct DdpSettings;
@@ -31,6 +32,8 @@ struct ProcessGroupState {
     std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
     std::unique_ptr<store::Server> store_server;     ///< rank 0 of a group launched without in_ddp
     c10::intrusive_ptr<c10d::Store> store;
+    /// Turns the loop of a Gloo group's device while the group closes (null: NCCL).
+    std::unique_ptr<GlooLoopWaker> gloo_loop_waker;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     /// A wait in it was abandoned (an interrupt): Gloo's threads may still be inside a
     /// collective until its timeout, so the group and its store are let go, never

@@ -2,6 +2,7 @@
 
 #include "common/debug_log.hpp"
 #include "common/scoped_environment.hpp"
+#include "ddp/gloo_loop_waker.hpp"
 #include "ddp/gloo_release.hpp"
 #include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"
@@ -67,31 +68,37 @@ Backend resolve_backend(const DdpSettings& s) {
     return s.backend;
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> create_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                    const DdpSettings& s, Backend backend) {
 #ifdef USE_C10D_NCCL
-    if (backend == Backend::nccl) {
-        auto options = c10d::ProcessGroupNCCL::Options::create();
-        options->timeout = s.timeout;
-        return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, s.rank, s.world_size, options);
-    }
-#else
-    (void)backend;
+c10::intrusive_ptr<c10d::ProcessGroup> create_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                         const DdpSettings& s) {
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = s.timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, s.rank, s.world_size, options);
+}
 #endif
-    auto options = c10d::ProcessGroupGloo::Options::create(s.timeout);
+
+// The device a Gloo group of this rank listens on and connects from.
+std::shared_ptr<gloo::transport::Device> gloo_device(const DdpSettings& s) {
     // Gloo listens, and tells its peers to connect, at the address its device binds.
     // GLOO_SOCKET_IFNAME chooses the interface, as in PyTorch; else a group on one machine
     // stays on loopback, and across machines each rank takes the address of its route to
     // the master, the one its peers can reach (Gloo's own default is the address the
     // host name resolves to, often 127.0.1.1 or 127.0.0.1).
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname)
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (s.store.rfind("unix:", 0) == 0 || is_loopback(s.addr))
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else
-        options->devices.push_back(
-            c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(s.addr)));
+    if (ifname && *ifname) return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    if (s.store.rfind("unix:", 0) == 0 || is_loopback(s.addr))
+        return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    return c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(s.addr));
+}
+
+// A Gloo group on `device`, its loop nudged while the pairs connect (gloo_loop_waker.hpp).
+c10::intrusive_ptr<c10d::ProcessGroup> create_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                         const DdpSettings& s,
+                                                         const std::shared_ptr<gloo::transport::Device>& device,
+                                                         const GlooLoopWaker& waker) {
+    auto options = c10d::ProcessGroupGloo::Options::create(s.timeout);
+    options->devices.push_back(device);
+    const GlooLoopWaker::Nudging nudging = waker.nudge();
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, s.rank, s.world_size, options);
 }
 
@@ -114,19 +121,22 @@ std::string troubles(const std::vector<std::string>& reports) {
 
 // A Gloo group whose every pair proved to be its two ranks' connection, formed again when
 // one did not (each attempt under a prefix of its own, so on new ports).
-c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<store::Client>& store,
-                                                       const DdpSettings& s, const FormingLog& log) {
+void form_gloo_group(ProcessGroupState& state, const c10::intrusive_ptr<store::Client>& store,
+                     const DdpSettings& s, const FormingLog& log) {
     std::string last;
     for (int attempt = 0; attempt < gloo_attempts; ++attempt) {
         const std::string phase = "gloo" + std::to_string(attempt);
         // The attempt's keys: c10d's PrefixStore puts a '/' between this and Gloo's keys.
         const std::string prefix = "mpify/" + phase;
         const std::string proof = publish_proof(*store, prefix, s.rank);
+        std::unique_ptr<GlooLoopWaker> waker;  // outlives the group: declared before it
         c10::intrusive_ptr<c10d::ProcessGroup> group;
         std::string trouble;
         log.reached(phase + ": proof published");
         try {
-            group = create_group(c10::make_intrusive<c10d::PrefixStore>(prefix, store), s, Backend::gloo);
+            const std::shared_ptr<gloo::transport::Device> device = gloo_device(s);
+            waker = std::make_unique<GlooLoopWaker>(device);
+            group = create_gloo_group(c10::make_intrusive<c10d::PrefixStore>(prefix, store), s, device, *waker);
         } catch (const std::exception& e) {
             trouble = "its connections failed: " + first_line_of(e);
             release_waiting_peers(*store, prefix, s);
@@ -139,7 +149,11 @@ c10::intrusive_ptr<c10d::ProcessGroup> form_gloo_group(const c10::intrusive_ptr<
         log.reached(phase + ": pairs proven");
         last = troubles(gather_reports(*store, s, phase + "/proven", trouble, "did not prove its connections"));
         log.reached(phase + ": every rank's pairs proven");
-        if (last.empty()) return group;
+        if (last.empty()) {
+            state.gloo_loop_waker = std::move(waker);
+            state.group = std::move(group);
+            return;
+        }
     }
     throw Error(fmt::format(
         "mpify::DdpGuard (rank {} of {}): the group's connections failed {} times; the last time {}. Gloo takes the "
@@ -190,10 +204,12 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     wait_for_all(*store, s, "joined", "did not join the group");
     log.reached("every rank joined");
     if (backend == Backend::gloo) {
-        state->group = form_gloo_group(store, s, log);
+        form_gloo_group(*state, store, s, log);
         return state;
     }
-    state->group = create_group(state->store, s, backend);
+#ifdef USE_C10D_NCCL
+    state->group = create_nccl_group(state->store, s);
+#endif
     // A constructor can return on one rank while a peer is still completing its
     // connections: nobody goes on (and perhaps tears the group down) before all are done.
     wait_for_all(*store, s, "connected", "did not finish connecting");

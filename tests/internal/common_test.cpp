@@ -1,10 +1,13 @@
-// common/'s shared pieces on their own: the byte codec every message of mpify uses, and
-// the poll set every loop waits through.
+// common/'s shared pieces on their own: the byte codec every message of mpify uses, the
+// poll set every loop waits through, and what the loader has loaded.
 #include "common/byte_codec.hpp"
+#include "common/object_locator.hpp"
 #include "common/poll_set.hpp"
 #include "common/unique_fd.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <c10/core/CPUAllocator.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -83,4 +86,27 @@ TEST_CASE("a poll set reports the ready fd, skips a negative one, and ends a wai
     CHECK(sooner(std::nullopt, started) == started);
     CHECK(sooner(started + std::chrono::seconds(1), started) == started);
     CHECK_FALSE(sooner(std::nullopt, std::nullopt));
+}
+
+TEST_CASE("a library loaded as a dependency is loaded under its real path too, a copy of it is not", "[common]") {
+    // LibTorch's c10: loaded with this program, under the name its soname gives.
+    const ObjectLocation c10 = locate_object(reinterpret_cast<const void*>(&c10::GetCPUAllocator));
+    REQUIRE(c10.found);
+    CHECK(is_loaded(c10.path));  // the real path (locate_object resolves links)
+
+    char folder[] = "/tmp/mpify-is-loaded-XXXXXX";
+    REQUIRE(::mkdtemp(folder) != nullptr);
+    const std::string copy = std::string(folder) + c10.path.substr(c10.path.rfind('/'));
+    {
+        const UniqueFd from(::open(c10.path.c_str(), O_RDONLY | O_CLOEXEC));
+        const UniqueFd to(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        REQUIRE((from && to));
+        char buffer[65536];
+        for (ssize_t n; (n = ::read(from.get(), buffer, sizeof buffer)) > 0;)
+            REQUIRE(::write(to.get(), buffer, static_cast<std::size_t>(n)) == n);
+    }
+    CHECK_FALSE(is_loaded(copy));  // same name, another file
+    ::unlink(copy.c_str());
+    ::rmdir(folder);
+    CHECK_FALSE(is_loaded(copy));  // no file at all
 }

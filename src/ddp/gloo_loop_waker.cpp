@@ -1,0 +1,73 @@
+#include "ddp/gloo_loop_waker.hpp"
+
+#include "common/signal_free_thread.hpp"
+
+#include <gloo/transport/tcp/device.h>
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace mpify::detail {
+namespace {
+
+constexpr std::chrono::microseconds nudge_interval{500};
+
+// What the loop calls when the eventfd wakes it: nothing, for the turn itself is the point.
+// One object for the process that is never destroyed, so that the loop of a group let go
+// (abandoned, or outliving its state) can never call a handler that is gone. The eventfd
+// is registered edge-triggered and never read: every write is one wake-up, and its
+// counter cannot fill in the life of a process (2^64 - 2 writes).
+class TurnOnly final : public gloo::transport::tcp::Handler {
+public:
+    void handleEvents(int) override {}
+};
+
+gloo::transport::tcp::Handler& turn_only() {
+    static auto* const handler = new TurnOnly;  // leaked on purpose: see above
+    return *handler;
+}
+
+}  // namespace
+
+struct GlooLoopWaker::Nudging::Shared {
+    std::mutex mutex;
+    std::condition_variable stop_wanted;
+    bool stop = false;  // guarded by mutex
+};
+
+GlooLoopWaker::GlooLoopWaker(const std::shared_ptr<gloo::transport::Device>& device) {
+    auto tcp = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(device);
+    if (!tcp) return;
+    wake_ = std::make_unique<EventFd>("turning Gloo's connection loop");
+    tcp->registerDescriptor(wake_->fd(), EPOLLIN | EPOLLET, &turn_only());
+}
+
+GlooLoopWaker::~GlooLoopWaker() = default;
+
+GlooLoopWaker::Nudging GlooLoopWaker::nudge() const {
+    Nudging nudging;
+    if (!wake_) return nudging;
+    nudging.shared_ = std::make_shared<Nudging::Shared>();
+    nudging.thread_ = start_signal_free_thread([shared = nudging.shared_, wake = wake_.get()] {
+        std::unique_lock lock(shared->mutex);
+        while (!shared->stop) {
+            wake->notify();
+            shared->stop_wanted.wait_for(lock, nudge_interval);
+        }
+    });
+    return nudging;
+}
+
+GlooLoopWaker::Nudging::~Nudging() {
+    if (!thread_.joinable()) return;
+    {
+        std::lock_guard lock(shared_->mutex);
+        shared_->stop = true;
+    }
+    shared_->stop_wanted.notify_one();
+    thread_.join();
+}
+
+}  // namespace mpify::detail

@@ -1,0 +1,58 @@
+#pragma once
+// Gloo's TCP device runs one epoll loop that turns when one of its sockets has an event,
+// or else every 10 ms. Three steps of a group's life wait for the loop's next turn: a
+// pair that connects first unregisters its listening socket (Gloo waits for a turn, so
+// that the loop calls no handler of it afterwards), every pair unregisters its socket as
+// it closes, and the device's destruction joins the loop's thread. On a quiet machine
+// each such wait is a full 10 ms: 10 ms to form a group of two, 20 to close it, most of
+// what in_ddp cost over ranch. A GlooLoopWaker gives the loop a descriptor of its own to
+// wake on, and while a Nudging scope lives a thread turns the loop every half
+// millisecond, only across those steps, never while the group trains.
+#include "common/event_fd.hpp"
+
+#include <memory>
+#include <thread>
+
+namespace gloo::transport {
+class Device;
+}
+
+namespace mpify::detail {
+
+class GlooLoopWaker {
+public:
+    /// Registers an eventfd with `device`'s loop when it is Gloo's TCP device (the only
+    /// transport this LibTorch has on the CPU); with any other device, nudging does nothing.
+    explicit GlooLoopWaker(const std::shared_ptr<gloo::transport::Device>& device);
+    /// Closing the eventfd takes it out of the loop's epoll set, whether the loop still
+    /// runs (an abandoned group) or is gone.
+    ~GlooLoopWaker();
+    GlooLoopWaker(const GlooLoopWaker&) = delete;
+    GlooLoopWaker& operator=(const GlooLoopWaker&) = delete;
+
+    /// While alive, the loop turns at least every half millisecond.
+    class Nudging {
+    public:
+        Nudging() = default;  ///< nudges nothing
+        Nudging(Nudging&&) noexcept = default;
+        Nudging& operator=(Nudging&&) = delete;
+        ~Nudging();  ///< stops and joins the nudging thread
+
+    private:
+        friend class GlooLoopWaker;
+        struct Shared;
+        std::shared_ptr<Shared> shared_;
+        std::thread thread_;
+    };
+
+    /// Starts nudging; the scope must end before this waker does.
+    Nudging nudge() const;
+
+    /// The eventfd the loop watches (-1: not a TCP device), for diagnostics and tests.
+    int wake_descriptor() const noexcept { return wake_ ? wake_->fd() : -1; }
+
+private:
+    std::unique_ptr<EventFd> wake_;  ///< null: not a TCP device
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,112 @@
+// Gloo's connection loop nudged (ddp/gloo_loop_waker.hpp): the waker's eventfd is in the
+// epoll set of the device's loop while the waker lives and leaves it with the waker, and
+// a Nudging scope writes to it until the scope ends. (What the nudges buy, a group
+// formed and closed without waiting for the loop's 10 ms turns, is measured by
+// benchmarks/spawn_bench.cpp, not asserted here.)
+#include "common/clock.hpp"
+#include "ddp/gloo_loop_waker.hpp"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+using mpify::detail::GlooLoopWaker;
+
+namespace {
+
+// The lines of /proc/self/fdinfo/<fd>.
+std::string fdinfo(int fd) {
+    std::ifstream file("/proc/self/fdinfo/" + std::to_string(fd));
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+// How many epoll sets of this process watch `fd` (an fdinfo line "tfd: <fd> events: ...").
+int epoll_sets_watching(int fd) {
+    int count = 0;
+    DIR* folder = ::opendir("/proc/self/fd");
+    REQUIRE(folder != nullptr);
+    while (dirent* entry = ::readdir(folder)) {
+        if (entry->d_name[0] == '.') continue;
+        std::istringstream lines(fdinfo(std::stoi(entry->d_name)));
+        for (std::string line; std::getline(lines, line);) {
+            std::istringstream words(line);
+            std::string tag;
+            int watched = -1;
+            if (words >> tag >> watched && tag == "tfd:" && watched == fd) ++count;
+        }
+    }
+    ::closedir(folder);
+    return count;
+}
+
+// The threads of this process.
+int thread_count() {
+    int count = 0;
+    DIR* folder = ::opendir("/proc/self/task");
+    REQUIRE(folder != nullptr);
+    while (dirent* entry = ::readdir(folder))
+        if (entry->d_name[0] != '.') ++count;
+    ::closedir(folder);
+    return count;
+}
+
+// The count an eventfd holds ("eventfd-count: <hex>" in its fdinfo).
+std::uint64_t eventfd_count(int fd) {
+    std::istringstream lines(fdinfo(fd));
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("eventfd-count:", 0) == 0) return std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+    FAIL("no eventfd-count in the fdinfo of fd " << fd);
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a Gloo device's loop watches the waker's eventfd until the waker ends", "[gloo_loop_waker]") {
+    const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    int descriptor = -1;
+    {
+        const GlooLoopWaker waker(device);
+        descriptor = waker.wake_descriptor();
+        REQUIRE(descriptor >= 0);
+        CHECK(epoll_sets_watching(descriptor) == 1);
+    }
+    CHECK(epoll_sets_watching(descriptor) == 0);
+}
+
+TEST_CASE("a nudging scope wakes the loop again and again, on a thread that ends with it", "[gloo_loop_waker]") {
+    const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    const GlooLoopWaker waker(device);
+    const int descriptor = waker.wake_descriptor();
+    REQUIRE(eventfd_count(descriptor) == 0);
+    const int threads_before = thread_count();
+    {
+        const GlooLoopWaker::Nudging nudging = waker.nudge();
+        // Several nudges: the thread keeps nudging, it does not stop after one. The
+        // deadline only bounds a failure.
+        const auto deadline = mpify::detail::Clock::now() + std::chrono::seconds(10);
+        while (eventfd_count(descriptor) < 3 && mpify::detail::Clock::now() < deadline) std::this_thread::yield();
+        CHECK(eventfd_count(descriptor) >= 3);
+        CHECK(thread_count() == threads_before + 1);
+    }
+    CHECK(thread_count() == threads_before);  // joined, not left running
+}
+
+TEST_CASE("a waker without a TCP device nudges nothing", "[gloo_loop_waker]") {
+    const GlooLoopWaker waker(nullptr);
+    CHECK(waker.wake_descriptor() == -1);
+    const int threads_before = thread_count();
+    const GlooLoopWaker::Nudging nudging = waker.nudge();
+    CHECK(thread_count() == threads_before);
+}
