@@ -116,14 +116,17 @@ int main(int argc, char** argv) {
                     exec_floor, vs_fork, by_exec / by_template);
     }
 
-    std::printf("\n%-24s %9s %9s %12s\n", "seconds", "template", "exec", "exec/tmpl");
+    // A group's cost over the spawn: in_ddp and ranch of the same n in turn (template).
+    std::printf("\n%-24s %9s %9s %12s %14s\n", "seconds", "template", "exec", "exec/tmpl", "vs ranch(n)");
     for (int n : {2, 4}) {
         mpify::DdpOptions ddp;
-        const double by_template =
-            measure(repetitions, [&] { mpify::in_ddp(ddp, with(warm), n, allreduce_rank); }).median;
+        const auto [group, plain] = mpify_bench::measure_in_turn(
+            std::max(repetitions, 9), [&] { mpify::in_ddp(ddp, with(warm), n, allreduce_rank); },
+            [&] { mpify::ranch(with(warm), n, noop); });
         const double by_exec =
             measure(repetitions, [&] { mpify::in_ddp(ddp, with(exec), n, allreduce_rank); }).median;
-        std::printf("in_ddp(%d, allreduce)    %9.4f %9.4f %12.1f\n", n, by_template, by_exec, by_exec / by_template);
+        std::printf("in_ddp(%d, allreduce)    %9.4f %9.4f %12.1f %14.2f\n", n, group.median, by_exec,
+                    by_exec / group.median, group.median / plain.median);
     }
 
     // Three workers each receive the argument; the rate counts every copy delivered.

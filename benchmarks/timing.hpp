@@ -2,6 +2,7 @@
 // Timing for the benchmarks: wall times of repeated runs after one warm-up run.
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 namespace mpify_bench {
@@ -23,6 +24,30 @@ Timing measure(int repetitions, Body&& body) {
     }
     std::sort(times.begin(), times.end());
     return {times[times.size() / 2], times.front()};
+}
+
+/// Runs `first` and `second` once each to warm up, then `repetitions` times in turn
+/// (first, second, first, ...), so that a machine that slows down or speeds up during the
+/// run moves both alike: for a ratio of the two.
+template <class First, class Second>
+std::pair<Timing, Timing> measure_in_turn(int repetitions, First&& first, Second&& second) {
+    first();
+    second();
+    std::vector<double> first_times, second_times;
+    auto time = [](auto&& body, std::vector<double>& into) {
+        const auto start = std::chrono::steady_clock::now();
+        body();
+        into.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    };
+    for (int i = 0; i < repetitions; ++i) {
+        time(first, first_times);
+        time(second, second_times);
+    }
+    auto summary = [](std::vector<double>& times) {
+        std::sort(times.begin(), times.end());
+        return Timing{times[times.size() / 2], times.front()};
+    };
+    return {summary(first_times), summary(second_times)};
 }
 
 }  // namespace mpify_bench
