@@ -1,6 +1,5 @@
 #include "ddp/rendezvous.hpp"
 
-#include "common/clock.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/interrupt.hpp>
@@ -82,18 +81,18 @@ namespace {
 void post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
                    const std::vector<uint8_t>& value, const char* failure) {
     store.set(key(phase, s.rank), value);
-    const auto deadline = Clock::now() + s.timeout;
-    for (int rank = 0; rank < s.world_size; ++rank) {
-        try {
-            store.wait({key(phase, rank)}, milliseconds_left(deadline));
-        } catch (const std::exception&) {
-            const Missing missing = missing_ranks(store, s, phase, rank);
-            throw Error(fmt::format(
-                "mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
-                "Did every process start, with the same world_size, addr and port?",
-                s.rank, s.world_size, missing.ranks, failure, missing.hosts, store.endpoint().describe(),
-                s.timeout.count()));
-        }
+    // One wait for every rank's key: one round trip to the store, not one per rank.
+    std::vector<std::string> keys;
+    for (int rank = 0; rank < s.world_size; ++rank) keys.push_back(key(phase, rank));
+    try {
+        store.wait(keys, s.timeout);
+    } catch (const std::exception&) {
+        const Missing missing = missing_ranks(store, s, phase, 0);
+        throw Error(fmt::format(
+            "mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
+            "Did every process start, with the same world_size, addr and port?",
+            s.rank, s.world_size, missing.ranks, failure, missing.hosts, store.endpoint().describe(),
+            s.timeout.count()));
     }
 }
 
@@ -112,7 +111,8 @@ std::vector<std::string> gather_reports(store::Client& store, const DdpSettings&
                                         const std::string& report, const char* failure) {
     post_and_wait(store, s, phase, store::as_bytes("#" + report), failure);  // "#": never an empty value
     std::vector<std::string> reports;
-    for (int rank = 0; rank < s.world_size; ++rank) reports.push_back(store::as_string(store.get(key(phase, rank))).substr(1));
+    for (int rank = 0; rank < s.world_size; ++rank)
+        reports.push_back(rank == s.rank ? report : store::as_string(store.get(key(phase, rank))).substr(1));
     return reports;
 }
 
