@@ -5,6 +5,7 @@
 #include "ddp/ddp_settings.hpp"
 #include "ddp/rendezvous.hpp"
 #include "store/client.hpp"
+#include "store/member.hpp"
 #include "store/server.hpp"
 
 #include <mpify/ddp_guard.hpp>
@@ -15,6 +16,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -46,10 +49,17 @@ public:
 
     /// After a failure of this machine's ranks: what the store says of the other machines,
     /// when one of them went away or failed; empty when they are all still there.
+    /// A machine killed breaks this machine's collectives at the moment the store sees its
+    /// caller's connection end: when no other machine is known gone yet, the store is
+    /// given a moment (silent_departure_key) to take that in.
     std::string other_machines_news() {
         std::vector<store::Member> members;
         try {
             members = store_->members();
+            const bool one_is_gone = std::any_of(members.begin(), members.end(), [](const store::Member& m) {
+                return m.state == store::Member::State::gone;
+            });
+            if (!one_is_gone && waited_for_a_departure()) members = store_->members();
         } catch (const std::exception&) {
             return fmt::format("the group's rendezvous at {}, hosted by the machine of rank 0, is gone: that machine "
                                "failed, or its in_ddp ended", store_->endpoint().describe());
@@ -65,6 +75,17 @@ public:
                 news += fmt::format("{}{} failed: {}", news.empty() ? "" : "; ", ranks, m.note);
         }
         return news;
+    }
+
+    /// Whether the store says, within a moment, that a machine went away without a word.
+    bool waited_for_a_departure() {
+        constexpr std::chrono::milliseconds moment{250};
+        try {
+            store_->wait({store::silent_departure_key}, moment);
+            return true;
+        } catch (const std::exception&) {  // timed out: nobody went away (a store gone throws on)
+            return store_->check({store::silent_departure_key});
+        }
     }
 
     /// Says goodbye: a clean end, or the failure `note`. The master may have ended first

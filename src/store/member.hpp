@@ -23,6 +23,11 @@ struct Member {
     std::string note;     ///< with `failed`: what failed
 };
 
+/// The key the store sets when a member's connection ends without a goodbye (its state
+/// becomes `gone`): a machine whose ranks just broke can wait on it, briefly, for the store
+/// to take in a death that reached its ranks' connections at the same moment.
+inline constexpr const char* silent_departure_key = "mpify/member-gone";
+
 /// The members as message fields, and back; decode throws MalformedMessage.
 std::vector<std::string> encode_members(const std::vector<Member>& members);
 std::vector<Member> decode_members(const std::vector<std::string>& fields);

@@ -251,7 +251,10 @@ void Server::drop(std::size_t index) {
     if (c.member >= 0) {
         std::lock_guard lock(members_mutex_);
         Member& m = members_[static_cast<std::size_t>(c.member)];
-        if (m.state == Member::State::present) m.state = Member::State::gone;
+        if (m.state == Member::State::present) {
+            m.state = Member::State::gone;
+            (void)store_value(silent_departure_key, m.host);  // full: the members still say it
+        }
     }
     state_->connections.erase(state_->connections.begin() + static_cast<std::ptrdiff_t>(index));
 }

@@ -167,6 +167,28 @@ TEST_CASE("the store tells a caller that left from one whose connection died", "
           " (6 from a machine the store has not heard from; 2, 3 on b (127.0.0.1) (its caller is gone))");
 }
 
+TEST_CASE("a caller's connection that dies wakes a wait for a silent departure, a goodbye does not", "[store]") {
+    Endpoint e = loopback();
+    const store::Server server(e);
+    store::Client observer(server.endpoint(), std::chrono::seconds(5), never_interrupted);
+    observer.introduce(0, 2, "a");
+    {
+        store::Client clean(server.endpoint(), std::chrono::seconds(5), never_interrupted);
+        clean.introduce(2, 2, "b");
+        clean.leave(true, "its ranks failed");  // a goodbye, even a failed one
+    }
+    CHECK_THROWS(observer.wait({store::silent_departure_key}, std::chrono::milliseconds(50)));
+    CHECK_FALSE(observer.check({store::silent_departure_key}));
+    {
+        auto killed = outsider(server.endpoint());
+        send_bytes(killed.get(), store::encode(store::Message{store::Tag::introduce, 4, {"c", "2"}}));
+        char reply[64];
+        REQUIRE(::recv(killed.get(), reply, sizeof reply, 0) > 0);
+    }  // no goodbye
+    observer.wait({store::silent_departure_key}, std::chrono::seconds(5));  // throws if it never comes
+    CHECK(store::as_string(observer.get(store::silent_departure_key)) == "c (127.0.0.1)");
+}
+
 namespace {
 
 // Sends what it can of `bytes`; false when the server closed the connection meanwhile.
