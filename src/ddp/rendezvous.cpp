@@ -1,6 +1,5 @@
 #include "ddp/rendezvous.hpp"
 
-
 #include <mpify/error.hpp>
 #include <mpify/interrupt.hpp>
 
@@ -25,16 +24,16 @@ struct Missing {
     std::string hosts;  ///< " (2, 3 on host b ...)" when the store knows
 };
 
-// The ranks among `from`..world_size-1 that have not set `phase`/<rank>. A wait that
-// timed out was answered "timed out" by the store, so the connection can ask again.
-Missing missing_ranks(store::Client& store, const DdpSettings& s, const std::string& phase, int from) {
+// The ranks that have not set `phase`/<rank>. A wait that timed out was answered "timed
+// out" by the store, so the connection can ask again.
+Missing missing_ranks(store::Client& store, const DdpSettings& s, const std::string& phase) {
     try {
         std::vector<int> missing;
-        for (int rank = from; rank < s.world_size; ++rank)
+        for (int rank = 0; rank < s.world_size; ++rank)
             if (!store.check({key(phase, rank)})) missing.push_back(rank);
         return {joined(missing), hosts_of(missing, store.members())};
     } catch (const std::exception& e) {
-        return {fmt::format("among {}..{}", from, s.world_size - 1),
+        return {fmt::format("among 0..{}", s.world_size - 1),
                 fmt::format(" (the store could not say which: {})", e.what())};
     }
 }
@@ -87,7 +86,7 @@ void post_and_wait(store::Client& store, const DdpSettings& s, const std::string
     try {
         store.wait(keys, s.timeout);
     } catch (const std::exception&) {
-        const Missing missing = missing_ranks(store, s, phase, 0);
+        const Missing missing = missing_ranks(store, s, phase);
         throw Error(fmt::format(
             "mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
             "Did every process start, with the same world_size, addr and port?",
