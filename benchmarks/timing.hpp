@@ -12,18 +12,27 @@ struct Timing {
     double best;    ///< seconds
 };
 
+/// Runs `body` once and appends its wall time, in seconds, to `times`.
+template <class Body>
+void time_once(Body&& body, std::vector<double>& times) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+/// The median and the best of `times` (sorted in place).
+inline Timing summary(std::vector<double>& times) {
+    std::sort(times.begin(), times.end());
+    return {times[times.size() / 2], times.front()};
+}
+
 /// Runs `body` once to warm up, then `repetitions` times, timing each run.
 template <class Body>
 Timing measure(int repetitions, Body&& body) {
     body();
     std::vector<double> times;
-    for (int i = 0; i < repetitions; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        body();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(times.begin(), times.end());
-    return {times[times.size() / 2], times.front()};
+    for (int i = 0; i < repetitions; ++i) time_once(body, times);
+    return summary(times);
 }
 
 /// Runs `first` and `second` once each to warm up, then `repetitions` times in turn
@@ -34,19 +43,10 @@ std::pair<Timing, Timing> measure_in_turn(int repetitions, First&& first, Second
     first();
     second();
     std::vector<double> first_times, second_times;
-    auto time = [](auto&& body, std::vector<double>& into) {
-        const auto start = std::chrono::steady_clock::now();
-        body();
-        into.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    };
     for (int i = 0; i < repetitions; ++i) {
-        time(first, first_times);
-        time(second, second_times);
+        time_once(first, first_times);
+        time_once(second, second_times);
     }
-    auto summary = [](std::vector<double>& times) {
-        std::sort(times.begin(), times.end());
-        return Timing{times[times.size() / 2], times.front()};
-    };
     return {summary(first_times), summary(second_times)};
 }
 

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -97,14 +98,7 @@ TEST_CASE("a library loaded as a dependency is loaded under its real path too, a
     char folder[] = "/tmp/mpify-is-loaded-XXXXXX";
     REQUIRE(::mkdtemp(folder) != nullptr);
     const std::string copy = std::string(folder) + c10.path.substr(c10.path.rfind('/'));
-    {
-        const UniqueFd from(::open(c10.path.c_str(), O_RDONLY | O_CLOEXEC));
-        const UniqueFd to(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-        REQUIRE((from && to));
-        char buffer[65536];
-        for (ssize_t n; (n = ::read(from.get(), buffer, sizeof buffer)) > 0;)
-            REQUIRE(::write(to.get(), buffer, static_cast<std::size_t>(n)) == n);
-    }
+    REQUIRE(std::filesystem::copy_file(c10.path, copy));
     CHECK_FALSE(is_loaded(copy));  // same name, another file
     ::unlink(copy.c_str());
     ::rmdir(folder);

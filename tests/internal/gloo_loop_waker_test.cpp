@@ -5,22 +5,22 @@
 // benchmarks/spawn_bench.cpp, not asserted here.)
 #include "common/clock.hpp"
 #include "ddp/gloo_loop_waker.hpp"
+#include "worker/fork_for_parent.hpp"  // thread_count
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 
 using mpify::detail::GlooLoopWaker;
+using mpify::detail::thread_count;
 
 namespace {
 
@@ -35,11 +35,8 @@ std::string fdinfo(int fd) {
 // How many epoll sets of this process watch `fd` (an fdinfo line "tfd: <fd> events: ...").
 int epoll_sets_watching(int fd) {
     int count = 0;
-    DIR* folder = ::opendir("/proc/self/fd");
-    REQUIRE(folder != nullptr);
-    while (dirent* entry = ::readdir(folder)) {
-        if (entry->d_name[0] == '.') continue;
-        std::istringstream lines(fdinfo(std::stoi(entry->d_name)));
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::istringstream lines(fdinfo(std::stoi(entry.path().filename().string())));
         for (std::string line; std::getline(lines, line);) {
             std::istringstream words(line);
             std::string tag;
@@ -47,18 +44,6 @@ int epoll_sets_watching(int fd) {
             if (words >> tag >> watched && tag == "tfd:" && watched == fd) ++count;
         }
     }
-    ::closedir(folder);
-    return count;
-}
-
-// The threads of this process.
-int thread_count() {
-    int count = 0;
-    DIR* folder = ::opendir("/proc/self/task");
-    REQUIRE(folder != nullptr);
-    while (dirent* entry = ::readdir(folder))
-        if (entry->d_name[0] != '.') ++count;
-    ::closedir(folder);
     return count;
 }
 
