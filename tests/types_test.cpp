@@ -46,6 +46,22 @@ TEST_CASE("a 64 MiB argument reaches every worker whole", "[types]") {
     CHECK(sizes == std::vector<std::size_t>(3, blob.size()));
 }
 
+TEST_CASE("large arguments of calls one after another each arrive as that call wrote them", "[types]") {
+    // The process keeps the arguments' memfd from call to call: each call rewrites it,
+    // larger (it grows), much smaller (it shrinks) or a little smaller (the file stays
+    // longer than the arguments).
+    mpify::Options options;
+    options.caller_rank = std::nullopt;  // three workers
+    for (const auto& [mib, fill] : {std::pair{4u, 'a'}, {8u, 'b'}, {2u, 'c'}, {3u, 'd'}, {2u, 'e'}}) {
+        std::string blob(mib << 20, fill);
+        blob.front() = blob.back() = static_cast<char>(fill + 1);
+        INFO(mib << " MiB of '" << fill << "'");
+        const auto echoed = mpify::ranch(options, 3, in_program::echo_string, blob);
+        REQUIRE(echoed.size() == 3);
+        for (const std::string& back : echoed) CHECK((back == blob));
+    }
+}
+
 TEST_CASE("a 256 MiB tensor argument to n = 3 arrives intact in every worker", "[types][tensor]") {
     const std::int64_t elements = std::int64_t(64) << 20;  // int32: 256 MiB
     mpify::Options options;

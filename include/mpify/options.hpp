@@ -93,8 +93,8 @@ struct Options {
     Spawner spawner = Spawner::warm_template;
 
     /// Arguments whose serialized size reaches this many bytes are written once into
-    /// shared memory (a sealed memfd) that every worker maps, instead of being sent to
-    /// each worker through its channel. SIZE_MAX: never.
+    /// shared memory (a memfd, kept by the process for the next call) that every worker
+    /// maps, instead of being sent to each worker through its channel. SIZE_MAX: never.
     std::size_t shared_memory_threshold = std::size_t(1) << 20;
 
     /// Where the ranks run: this machine (the default), or other machines through a

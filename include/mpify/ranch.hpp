@@ -6,6 +6,7 @@
 #include <mpify/options.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,9 +26,15 @@ namespace detail {
 /// What the compiled part needs to know about the call; templates fill it in.
 struct CallRequest {
     const void* function = nullptr;  ///< address of the registered function
-    std::string args;                ///< the serialized arguments
+    std::string args;                ///< the serialized arguments, unless they are in shared memory:
+    std::shared_ptr<SharedArguments> shared_args;  ///< there when not null (args is empty then)
     std::string context_key;         ///< typeid name of the context, empty for none
 };
+
+/// How large a call's serialized arguments may grow before they go into shared memory
+/// as they are written (to_arguments_blob): Options::shared_memory_threshold, or SIZE_MAX
+/// when no worker of the call would map them (none on this machine).
+MPIFY_API std::size_t arguments_spill_size(const Options& options, int n);
 
 /// Validates, spawns, runs `local_call` as the caller's rank (if any), supervises and
 /// reaps. Returns each rank's result blob, indexed by rank (empty for the caller's rank
@@ -121,7 +128,8 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
     detail::CallRequest request;
     const void* const request_function = reinterpret_cast<const void*>(fn);
     request.function = request_function;
-    request.args = detail::to_blob(detail::as_param<std::decay_t<P>>(args)...);
+    request.args = detail::to_arguments_blob(detail::arguments_spill_size(options, n), request.shared_args,
+                                             detail::as_param<std::decay_t<P>>(args)...);
     if constexpr (!std::is_same_v<Ctx, NoContext>) {
         request.context_key = typeid(Ctx).name();
     }

@@ -54,24 +54,11 @@ std::optional<Clock::time_point> deadline_of(const Options& options) {
     return now + options.timeout;
 }
 
-// The arguments as every worker gets them: one copy shared by every worker's outgoing
-// queue, or, when large, one sealed memfd that every worker maps.
-struct OutgoingArguments {
-    std::shared_ptr<const std::string> inline_bytes;  ///< sent after each call's metadata
-    UniqueFd shared;                                  ///< or, when valid, the worker's fd 4
-    std::uint64_t shared_size = 0;
-};
-
-OutgoingArguments prepare_arguments(std::string args, std::size_t shared_memory_threshold) {
-    OutgoingArguments out;
-    if (!args.empty() && args.size() >= shared_memory_threshold) out.shared = share_arguments(args);
-    if (out.shared) {
-        out.shared_size = args.size();
-        out.inline_bytes = std::make_shared<const std::string>();
-    } else {  // small, or shared memory cannot hold them here: through the channels
-        out.inline_bytes = std::make_shared<const std::string>(std::move(args));
-    }
-    return out;
+// The arguments as every worker gets them after its call's metadata: one copy shared by
+// every worker's outgoing queue, or nothing when they are in shared memory.
+std::shared_ptr<const std::string> inline_arguments(std::string args, const SharedArguments* shared) {
+    if (shared != nullptr && shared->fd() >= 0) return std::make_shared<const std::string>();
+    return std::make_shared<const std::string>(std::move(args));
 }
 
 }  // namespace
@@ -86,7 +73,7 @@ Call::Call(const Options& options, CallPlan plan)
       deadline_(deadline_of(options)),
       supervisor_(options, deadline_, failures_, interrupts_) {}
 
-void Call::start_workers(std::string args) {
+void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shared) {
     if (worker_count() == 0) return;
     const WorkerHost host = choose_worker_host(plan_.function, plan_.function_name);
     const bool remote = options_.placement.launcher != Placement::Launcher::this_machine;
@@ -94,9 +81,14 @@ void Call::start_workers(std::string args) {
         throw UsageError(fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; "
                                      "put it in a shared library (load_source, or a library the program links): "
                                      "it travels to machines that lack it", plan_.label, plan_.function_name));
+    // Large ones in shared memory: to_arguments_blob put them there as it wrote them, but
+    // not under a file size limit (then here, if they fit it; else through the channels).
     // Shared memory does not reach other machines: there, the arguments go with the call.
-    const OutgoingArguments outgoing =
-        prepare_arguments(std::move(args), remote ? SIZE_MAX : options_.shared_memory_threshold);
+    shared_arguments_ = std::move(shared);
+    if (!shared_arguments_ && !args.empty() && args.size() >= arguments_spill_size(options_, plan_.n))
+        shared_arguments_ = std::make_shared<SharedArguments>(args);
+    const std::shared_ptr<const std::string> inline_bytes =
+        inline_arguments(std::move(args), shared_arguments_.get());
     std::map<std::string, std::string> variables = worker_variables(options_, plan_.n);
     CallMeta meta;
     meta.mpify_version = MPIFY_VERSION_STRING;
@@ -107,7 +99,7 @@ void Call::start_workers(std::string args) {
     meta.library = host.library;
     meta.context_key = plan_.context_key;
     meta.context_library = plan_.context_library;
-    meta.shared_args_size = outgoing.shared_size;
+    meta.shared_args_size = shared_arguments_ ? shared_arguments_->size() : 0;
     std::vector<int> ranks;
     for (int rank = 0; rank < plan_.n; ++rank)
         if (options_.caller_rank != rank) ranks.push_back(rank);
@@ -125,9 +117,9 @@ void Call::start_workers(std::string args) {
             StartedWorker worker =
                 remote_ ? remote_->start(rank, variables, options_.relay, deadline_)
                         : start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
-                                       outgoing.shared.get(), deadline_);
-            supervisor_.add(rank, std::move(worker), call_frame_head(meta, outgoing.inline_bytes->size()),
-                            outgoing.inline_bytes, remote_ ? remote_->host(rank) : std::string());
+                                       shared_arguments_ ? shared_arguments_->fd() : -1, deadline_);
+            supervisor_.add(rank, std::move(worker), call_frame_head(meta, inline_bytes->size()),
+                            inline_bytes, remote_ ? remote_->host(rank) : std::string());
         }
     } catch (...) {
         supervisor_.stop_all();

@@ -6,10 +6,12 @@
 #include "call/failure_log.hpp"
 #include "call/supervisor.hpp"
 #include "spawn/remote_ranks.hpp"
+#include "wire/shared_arguments.hpp"
 
 #include <mpify/options.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,9 +24,9 @@ public:
     Call(const Options& options, CallPlan plan);
 
     /// Starts every worker and queues its call (metadata and `args`, the serialized
-    /// arguments). If one cannot start, those already started are stopped and reaped
-    /// before the error leaves.
-    void start_workers(std::string args);
+    /// arguments, or `shared`, when to_arguments_blob put them in shared memory). If one
+    /// cannot start, those already started are stopped and reaped before the error leaves.
+    void start_workers(std::string args, std::shared_ptr<SharedArguments> shared);
 
     /// Runs `own_rank` as the caller's rank, with its LOCAL_RANK, while the supervisor
     /// watches the workers on another thread; without a caller rank, only watches.
@@ -48,6 +50,8 @@ private:
     const std::optional<Clock::time_point> deadline_;
     FailureLog failures_;
     InterruptWatch interrupts_;  // before the workers start: an interrupt while they start counts
+    std::shared_ptr<SharedArguments> shared_arguments_;  // large arguments; the next call rewrites
+                                                         // them, so they outlive the reaping
     std::optional<RemoteRanks> remote_;  // ranks on other machines; outlives the supervisor's reaping
     Supervisor supervisor_;
 };

@@ -16,6 +16,12 @@ std::mutex ranch_in_progress;
 
 }  // namespace
 
+std::size_t arguments_spill_size(const Options& options, int n) {
+    const int workers = n - (options.caller_rank ? 1 : 0);
+    if (workers <= 0 || options.placement.launcher != Placement::Launcher::this_machine) return SIZE_MAX;
+    return options.shared_memory_threshold;
+}
+
 std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
                                    const std::function<void()>& local_call) {
     CallPlan plan = plan_call(options, n, request);
@@ -26,7 +32,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
             "be nested or run concurrently (LOCAL_RANK is process-wide)", plan.label));
 
     Call call(options, std::move(plan));
-    call.start_workers(std::move(request.args));
+    call.start_workers(std::move(request.args), std::move(request.shared_args));
     call.run_own_rank_and_supervise(local_call);
     return call.results();
 }

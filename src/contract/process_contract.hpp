@@ -6,8 +6,9 @@
 //   fd 1   stdout: a pipe to the caller's relay, /dev/null, or the caller's own fd 1
 //   fd 2   stderr: a pipe to the caller's relay, or the caller's own fd 2
 //   fd 3   its end of the channel to the caller (a socketpair; wire/frames.hpp)
-//   fd 4   the call's arguments in a sealed memfd, when they are large
-//          (wire/shared_arguments.hpp); closed otherwise
+//   fd 4   the call's arguments in a memfd, when they are large: to be mapped
+//          privately and closed before fn runs, since the caller's next call
+//          rewrites it (wire/shared_arguments.hpp); closed otherwise
 //   no other fd; an empty signal mask; PR_SET_PDEATHSIG = SIGKILL when the caller dies
 //
 // and in its environment either

@@ -1,6 +1,6 @@
 #pragma once
 // Values read in place. A worker's large arguments arrive as a private, copy-on-write
-// mapping of the caller's sealed memfd (wire/shared_arguments.hpp); a value whose type
+// mapping of the caller's memfd (wire/shared_arguments.hpp); a value whose type
 // can live on memory it does not own (a tensor) takes its bytes from there instead of
 // copying them: the mapping stays alive as long as such a value does, and a rank that
 // writes into it gets its own copy of the pages it writes, as a copy would have.

@@ -1,5 +1,6 @@
 #include "wire/shared_arguments.hpp"
 
+#include "common/environment_number.hpp"
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
@@ -11,32 +12,116 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <mutex>
 #include <system_error>
+#include <utility>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 namespace mpify::detail {
 
-UniqueFd share_arguments(const std::string& bytes) {
-    rlimit file_size{};
-    if (::getrlimit(RLIMIT_FSIZE, &file_size) == 0 && file_size.rlim_cur != RLIM_INFINITY &&
-        bytes.size() > file_size.rlim_cur)
-        return {};
-    UniqueFd fd(::memfd_create("mpify-arguments", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd) {
-        if (errno == ENOSYS || errno == EPERM || errno == EINVAL) return {};
-        throw SpawnError(fmt::format("mpify: cannot create shared memory for the arguments: {}", std::strerror(errno)));
+namespace {
+
+// The memfd kept between calls, while no call holds it. Leaked: a call may end while
+// the process's statics are destroyed.
+struct KeptMemfd {
+    std::mutex lock;
+    UniqueFd fd;
+};
+KeptMemfd& kept_memfd() {
+    static auto* kept = new KeptMemfd;
+    return *kept;
+}
+
+std::size_t file_size(int fd) {
+    struct stat status {};
+    return ::fstat(fd, &status) == 0 ? static_cast<std::size_t>(status.st_size) : 0;
+}
+
+// The kept memfd, or a new one (invalid when the kernel offers none).
+UniqueFd take_memfd() {
+    {
+        KeptMemfd& kept = kept_memfd();
+        const std::lock_guard<std::mutex> hold(kept.lock);
+        if (kept.fd) return std::move(kept.fd);
     }
+    UniqueFd fd(::memfd_create("mpify-arguments", MFD_CLOEXEC));
+    if (!fd && errno != ENOSYS && errno != EPERM && errno != EINVAL)
+        throw SpawnError(fmt::format("mpify: cannot create shared memory for the arguments: {}", std::strerror(errno)));
+    return fd;
+}
+
+bool keep_between_calls(std::size_t bytes) {
+    return bytes <= kept_bytes_limit() &&
+           environment_number(keep_shared_arguments_var, 1, Malformed::use_fallback, "mpify", 0, 1) != 0;
+}
+
+}  // namespace
+
+std::size_t kept_bytes_limit() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    return static_cast<std::size_t>(pages) / 16 * static_cast<std::size_t>(page_size);
+}
+
+SharedArguments SharedArguments::open(std::size_t size) {
+    rlimit file_size_limit{};
+    if (::getrlimit(RLIMIT_FSIZE, &file_size_limit) == 0 && file_size_limit.rlim_cur != RLIM_INFINITY &&
+        size > file_size_limit.rlim_cur)
+        return {};
+    SharedArguments shared(take_memfd());
+    if (shared.fd_ && ::lseek(shared.fd_.get(), 0, SEEK_SET) != 0)
+        throw SpawnError(fmt::format("mpify: cannot rewind the shared memory for the arguments: {}", std::strerror(errno)));
+    return shared;
+}
+
+SharedArguments::SharedArguments(const std::string& bytes) {
+    SharedArguments opened = open(bytes.size());
+    if (opened.fd() < 0) return;
     try {
-        write_all(fd.get(), bytes.data(), bytes.size(), "write");
+        write_all(opened.fd(), bytes.data(), bytes.size(), "write");
     } catch (const std::system_error& e) {
-        if (e.code().value() == EFBIG) return {};  // a limit set since the check above
+        if (e.code().value() == EFBIG) return;  // a limit set since open() looked
         throw SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}",
                                      bytes.size(), e.code().message()));
     }
-    // Sealed: no worker can change what the others read.
-    ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    return fd;
+    *this = std::move(opened);
+    size_ = bytes.size();
+    finish();
+}
+
+void SharedArguments::append(const char* data, std::size_t size) {
+    try {
+        write_all(fd_.get(), data, size, "write");
+    } catch (const std::system_error& e) {
+        throw SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}", size_ + size,
+                                     e.code().message()));
+    }
+    size_ += size;
+}
+
+void SharedArguments::finish() {
+    if (file_size(fd_.get()) > 2 * size_) (void)::ftruncate(fd_.get(), static_cast<off_t>(size_));
+}
+
+SharedArguments::~SharedArguments() {
+    if (!fd_ || !keep_between_calls(file_size(fd_.get()))) return;  // closing frees it
+    KeptMemfd& kept = kept_memfd();
+    const std::lock_guard<std::mutex> hold(kept.lock);
+    if (!kept.fd) kept.fd = std::move(fd_);
+}
+
+SharedArguments::SharedArguments(SharedArguments&& other) noexcept
+    : fd_(std::move(other.fd_)), size_(std::exchange(other.size_, 0)) {}
+
+SharedArguments& SharedArguments::operator=(SharedArguments&& other) noexcept {
+    if (this != &other) {
+        SharedArguments old(std::move(*this));  // given back as it goes
+        fd_ = std::move(other.fd_);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
 }
 
 MappedArguments::MappedArguments(int fd, std::size_t size) : size_(size) {

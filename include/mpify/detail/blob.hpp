@@ -11,6 +11,8 @@
 #include <boost/archive/binary_oarchive.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <streambuf>
 #include <string>
@@ -19,25 +21,43 @@
 namespace mpify {
 namespace detail {
 
+class SharedArguments;  // libmpify's shared memory for a call's large arguments
+
 /// A streambuf that appends to a std::string: no ostringstream copy at the end.
 /// Defined in libmpify, which backs large blobs with memory that is cheap to fill.
 /// While it exists it is its thread's blob being written (blob_write_offset()).
+///
+/// A sink for a call's arguments may spill: once the blob reaches its `spill_at` bytes,
+/// what was written and everything after goes into shared memory for the workers
+/// (spilled()), so that a large argument is copied once, from where it lies.
 class MPIFY_API BlobSink : public std::streambuf {
 public:
-    explicit BlobSink(std::string& out);
+    explicit BlobSink(std::string& out) : BlobSink(out, SIZE_MAX) {}
+    /// Spills into shared memory from `spill_at` bytes (SIZE_MAX: never).
+    BlobSink(std::string& out, std::size_t spill_at);
     ~BlobSink() override;
     BlobSink(const BlobSink&) = delete;
     BlobSink& operator=(const BlobSink&) = delete;
-    /// Bytes written so far.
-    std::size_t size() const { return out_.size(); }
+    /// Bytes written so far, spilled or not.
+    std::size_t size() const { return spilled_ + out_.size(); }
+    /// Once every value is written: the shared memory holding the whole blob, `out` left
+    /// empty; null when the blob did not spill (`out` holds it). Throws SpawnError when
+    /// memory for the blob is lacking.
+    std::shared_ptr<SharedArguments> finish_spill();
 
 protected:
     int_type overflow(int_type ch) override;
     std::streamsize xsputn(const char* s, std::streamsize n) override;
 
 private:
-    std::string& out_;
-    BlobSink* outer_;  // the sink this one interrupted on its thread, if any
+    void spill();                 // moves `out` into shared memory and writes there from now on
+    void flush_to_spill();        // writes what `out` gathered since into the shared memory
+
+    std::string& out_;            // the blob, or after spilling a few small writes not yet spilled
+    BlobSink* outer_;             // the sink this one interrupted on its thread, if any
+    std::size_t spill_at_;
+    std::size_t spilled_ = 0;     // bytes in shared memory
+    std::shared_ptr<SharedArguments> shared_;
 };
 
 /// Where the next value written on this thread starts in its blob: the size of the
@@ -86,6 +106,21 @@ std::string to_blob(const T&... values) {
         boost::archive::binary_oarchive archive(sink, archive_flags);
         if constexpr (sizeof...(T) > 0) (archive << ... << values);
     }
+    return out;
+}
+
+/// Serializes a call's arguments like to_blob; once they reach `spill_at` bytes they go
+/// into shared memory instead (`shared`, the string returned empty). Throws SpawnError
+/// when memory for them is lacking.
+template <class... T>
+std::string to_arguments_blob(std::size_t spill_at, std::shared_ptr<SharedArguments>& shared, const T&... values) {
+    std::string out;
+    BlobSink sink(out, spill_at);
+    {
+        boost::archive::binary_oarchive archive(sink, archive_flags);
+        if constexpr (sizeof...(T) > 0) (archive << ... << values);
+    }
+    shared = sink.finish_spill();
     return out;
 }
 
