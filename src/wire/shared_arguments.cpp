@@ -24,10 +24,12 @@ namespace mpify::detail {
 namespace {
 
 // The memfd kept between calls, while no call holds it. Leaked: a call may end while
-// the process's statics are destroyed.
+// the process's statics are destroyed. A child forked from the process inherits the
+// fd, but the file is its parent's (both would rewrite it): `owner` tells them apart.
 struct KeptMemfd {
     std::mutex lock;
     UniqueFd fd;
+    pid_t owner = 0;  // the process that kept it
 };
 KeptMemfd& kept_memfd() {
     static auto* kept = new KeptMemfd;
@@ -44,6 +46,7 @@ UniqueFd take_memfd() {
     {
         KeptMemfd& kept = kept_memfd();
         const std::lock_guard<std::mutex> hold(kept.lock);
+        if (kept.owner != ::getpid()) kept.fd.reset();  // a forked child's copy: not ours to write
         if (kept.fd) return std::move(kept.fd);
     }
     UniqueFd fd(::memfd_create("mpify-arguments", MFD_CLOEXEC));
@@ -109,7 +112,9 @@ SharedArguments::~SharedArguments() {
     if (!fd_ || !keep_between_calls(file_size(fd_.get()))) return;  // closing frees it
     KeptMemfd& kept = kept_memfd();
     const std::lock_guard<std::mutex> hold(kept.lock);
-    if (!kept.fd) kept.fd = std::move(fd_);
+    if (kept.fd && kept.owner == ::getpid()) return;  // one is kept already: this one is freed
+    kept.fd = std::move(fd_);
+    kept.owner = ::getpid();
 }
 
 SharedArguments::SharedArguments(SharedArguments&& other) noexcept

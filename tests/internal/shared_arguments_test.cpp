@@ -13,6 +13,8 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -60,6 +62,30 @@ TEST_CASE("the arguments' memfd is kept for the next call and rewritten by it", 
         REQUIRE(third.fd() >= 0);
         CHECK(file_status(third.fd()).st_ino != first_file);
     }
+}
+
+TEST_CASE("a child forked from the process does not write the memfd its parent keeps", "[shared_arguments]") {
+    const mpify::detail::ScopedEnvironment keep({{std::string(mpify::detail::keep_shared_arguments_var), "1"}});
+    ino_t parents_file = 0;
+    {
+        const SharedArguments parents(std::string(1u << 20, 'p'));
+        REQUIRE(parents.fd() >= 0);
+        parents_file = file_status(parents.fd()).st_ino;
+    }
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // no Catch here: the answer is the exit status
+        const SharedArguments childs(std::string(1u << 20, 'c'));
+        const bool own_file = childs.fd() >= 0 && file_status(childs.fd()).st_ino != parents_file;
+        ::_exit(own_file ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    // The parent still takes the memfd it kept.
+    const SharedArguments parents_again(std::string(1u << 20, 'q'));
+    CHECK(file_status(parents_again.fd()).st_ino == parents_file);
 }
 
 TEST_CASE("much smaller arguments give back the memfd's pages they leave unused", "[shared_arguments]") {
