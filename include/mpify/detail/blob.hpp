@@ -29,7 +29,7 @@ class SharedArguments;  // libmpify's shared memory for a call's large arguments
 ///
 /// A sink for a call's arguments may spill: once the blob reaches its `spill_at` bytes,
 /// what was written and everything after goes into shared memory for the workers
-/// (spilled()), so that a large argument is copied once, from where it lies.
+/// (finish_spill()), so that a large argument is copied once, from where it lies.
 class MPIFY_API BlobSink : public std::streambuf {
 public:
     explicit BlobSink(std::string& out) : BlobSink(out, SIZE_MAX) {}
