@@ -55,18 +55,25 @@ UniqueFd take_memfd() {
     return fd;
 }
 
-bool keep_between_calls(std::size_t bytes) {
-    return bytes <= kept_bytes_limit() &&
-           environment_number(keep_shared_arguments_var, 1, Malformed::use_fallback, "mpify", 0, 1) != 0;
-}
-
-}  // namespace
-
+// The largest memfd kept between calls: a sixteenth of the machine's memory.
 std::size_t kept_bytes_limit() {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page_size <= 0) return 0;
     return static_cast<std::size_t>(pages) / 16 * static_cast<std::size_t>(page_size);
 }
+
+bool keep_between_calls(std::size_t bytes) {
+    return bytes <= kept_bytes_limit() &&
+           environment_number(keep_shared_arguments_var, 1, Malformed::use_fallback, "mpify", 0, 1) != 0;
+}
+
+// What a failed write of arguments into the memfd (`total` bytes in all) throws.
+SpawnError write_failure(std::size_t total, const std::system_error& e) {
+    return SpawnError(
+        fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}", total, e.code().message()));
+}
+
+}  // namespace
 
 SharedArguments SharedArguments::open(std::size_t size) {
     rlimit file_size_limit{};
@@ -86,8 +93,7 @@ SharedArguments::SharedArguments(const std::string& bytes) {
         write_all(opened.fd(), bytes.data(), bytes.size(), "write");
     } catch (const std::system_error& e) {
         if (e.code().value() == EFBIG) return;  // a limit set since open() looked
-        throw SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}",
-                                     bytes.size(), e.code().message()));
+        throw write_failure(bytes.size(), e);
     }
     *this = std::move(opened);
     size_ = bytes.size();
@@ -98,8 +104,7 @@ void SharedArguments::append(const char* data, std::size_t size) {
     try {
         write_all(fd_.get(), data, size, "write");
     } catch (const std::system_error& e) {
-        throw SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}", size_ + size,
-                                     e.code().message()));
+        throw write_failure(size_ + size, e);
     }
     size_ += size;
 }

@@ -18,7 +18,7 @@ namespace mpify::detail {
 /// allocating the 4 KiB pages of a fresh memfd and freeing them after cost more than the
 /// copy itself (64 MiB: about 30 ms to fill a fresh memfd and 10 ms to free it, 13 ms to
 /// rewrite a kept one). What is kept is at most the largest arguments shipped lately, and
-/// nothing above `kept_bytes_limit()` or with MPIFY_KEEP_SHARED_ARGUMENTS=0.
+/// nothing above a sixteenth of the machine's memory or with MPIFY_KEEP_SHARED_ARGUMENTS=0.
 ///
 /// Rewriting a kept memfd changes what any mapping of it still reads, so an object must
 /// be destroyed only once every worker given its fd has exited (the call's supervisor has
@@ -59,9 +59,6 @@ private:
     UniqueFd fd_;
     std::size_t size_ = 0;
 };
-
-/// The largest memfd kept between calls: a sixteenth of the machine's memory.
-std::size_t kept_bytes_limit();
 
 /// The environment variable that, set to 0, frees every call's memfd after it.
 constexpr const char* keep_shared_arguments_var = "MPIFY_KEEP_SHARED_ARGUMENTS";

@@ -37,10 +37,22 @@ std::string read_as_a_worker(const SharedArguments& shared) {
     return std::string(mapped.bytes());
 }
 
+// MPIFY_KEEP_SHARED_ARGUMENTS set to `value` for a scope.
+mpify::detail::ScopedEnvironment keeping(const char* value) {
+    return mpify::detail::ScopedEnvironment({{std::string(mpify::detail::keep_shared_arguments_var), value}});
+}
+
+// The file of the memfd that held `bytes` for a call that has ended.
+ino_t file_of_an_ended_call(const std::string& bytes) {
+    const SharedArguments shared(bytes);
+    REQUIRE(shared.fd() >= 0);
+    return file_status(shared.fd()).st_ino;
+}
+
 }  // namespace
 
 TEST_CASE("the arguments' memfd is kept for the next call and rewritten by it", "[shared_arguments]") {
-    const mpify::detail::ScopedEnvironment keep({{std::string(mpify::detail::keep_shared_arguments_var), "1"}});
+    const auto keep = keeping("1");
     ino_t first_file = 0;
     {
         const SharedArguments first(std::string(3u << 20, 'a'));
@@ -65,13 +77,8 @@ TEST_CASE("the arguments' memfd is kept for the next call and rewritten by it", 
 }
 
 TEST_CASE("a child forked from the process does not write the memfd its parent keeps", "[shared_arguments]") {
-    const mpify::detail::ScopedEnvironment keep({{std::string(mpify::detail::keep_shared_arguments_var), "1"}});
-    ino_t parents_file = 0;
-    {
-        const SharedArguments parents(std::string(1u << 20, 'p'));
-        REQUIRE(parents.fd() >= 0);
-        parents_file = file_status(parents.fd()).st_ino;
-    }
+    const auto keep = keeping("1");
+    const ino_t parents_file = file_of_an_ended_call(std::string(1u << 20, 'p'));
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {  // no Catch here: the answer is the exit status
@@ -89,7 +96,7 @@ TEST_CASE("a child forked from the process does not write the memfd its parent k
 }
 
 TEST_CASE("much smaller arguments give back the memfd's pages they leave unused", "[shared_arguments]") {
-    const mpify::detail::ScopedEnvironment keep({{std::string(mpify::detail::keep_shared_arguments_var), "1"}});
+    const auto keep = keeping("1");
     { const SharedArguments large(std::string(8u << 20, 'a')); }
     const SharedArguments small(std::string(1u << 20, 'b'));
     REQUIRE(small.fd() >= 0);
@@ -98,13 +105,8 @@ TEST_CASE("much smaller arguments give back the memfd's pages they leave unused"
 }
 
 TEST_CASE("MPIFY_KEEP_SHARED_ARGUMENTS=0: every call's memfd is freed after it", "[shared_arguments]") {
-    const mpify::detail::ScopedEnvironment keep({{std::string(mpify::detail::keep_shared_arguments_var), "0"}});
-    ino_t first_file = 0;
-    {
-        const SharedArguments first(std::string(1u << 20, 'a'));
-        REQUIRE(first.fd() >= 0);
-        first_file = file_status(first.fd()).st_ino;
-    }
+    const auto keep = keeping("0");
+    const ino_t first_file = file_of_an_ended_call(std::string(1u << 20, 'a'));
     const SharedArguments second(std::string(1u << 20, 'b'));
     REQUIRE(second.fd() >= 0);
     CHECK(file_status(second.fd()).st_ino != first_file);
