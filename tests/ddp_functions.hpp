@@ -40,6 +40,19 @@ struct TrainResult {
 std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
 
 std::int64_t allreduce_rank();
+
+// mpify's shared-memory group (shared_memory_functions.cpp).
+/// getBackendName() of the group this rank is in.
+std::string group_backend_name();
+/// Runs every collective the shared-memory group serves, on every type and reduce op
+/// it applies to, large (in pieces), transposed and empty tensors, then a call it hands
+/// to Gloo and one more after that; every rank's values are known to every rank. Rank 0
+/// returns what came out wrong on it (nothing: all right); another rank throws it.
+std::vector<std::string> collectives_wrong_on_this_rank();
+/// Rank 0 all-reduces 4 elements, the others 8, then all meet at a barrier: what each
+/// was told (" | " between the two). A rank other than 0 not told that the ranks called
+/// different collectives throws.
+std::string mismatched_all_reduce();
 /// In a group: rank `silent_rank` says "silent" and never takes part in a collective
 /// (until it is stopped); the others all-reduce 1 MiB, waiting for it.
 int all_reduce_beside_a_silent_rank(int silent_rank);

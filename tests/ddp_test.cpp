@@ -164,8 +164,8 @@ TEST_CASE("a one-machine group's rendezvous listens on no TCP port unless a port
     with_port.port = mpify_test::free_loopback_port();
     const std::vector<std::string> asked = mpify::in_ddp(with_port, 2, ddp_test::listening_addresses);
     CHECK(asked == std::vector<std::string>{"0100007F"});  // 127.0.0.1, as /proc/net/tcp writes it
-    // ... and by default it is a UNIX socket: no TCP listener at all (Gloo's connections
-    // are made by then).
+    // ... and by default it is a UNIX socket, and the group's collectives go through
+    // shared memory: no TCP listener at all.
     CHECK(mpify::in_ddp(2, ddp_test::listening_addresses).empty());
 }
 
@@ -221,9 +221,17 @@ TEST_CASE("with MPIFY_DEBUG every rank says when it reached each round of formin
     const std::string out = caller.read_all();
     CHECK_THAT(out, Contains("allreduce = 1"));
     CHECK_THAT(out, Contains("mpify debug: rank 0: every rank joined after "));
-    CHECK_THAT(out, Contains("mpify debug: rank 0: gloo0: Gloo's connections made after "));
-    CHECK_THAT(out, Contains("[rank 1] mpify debug: rank 1: gloo0: every rank's pairs proven after "));
+    CHECK_THAT(out, Contains("[rank 1] mpify debug: rank 1: shared memory opened by every rank after "));
     CHECK(caller.wait() == 0);
+    // With a port, a Gloo group: its rounds too.
+    const std::string port = std::to_string(mpify_test::free_loopback_port());
+    mpify_test::Subprocess gloo_caller("/bin/sh", {"-c", std::string("MPIFY_DEBUG=1 exec ") + MPIFY_TEST_DDP_CALLER +
+                                                             " 2 0 2 " + port + " 2>&1"});
+    const std::string gloo_out = gloo_caller.read_all();
+    CHECK_THAT(gloo_out, Contains("allreduce = 1"));
+    CHECK_THAT(gloo_out, Contains("mpify debug: rank 0: gloo0: Gloo's connections made after "));
+    CHECK_THAT(gloo_out, Contains("[rank 1] mpify debug: rank 1: gloo0: every rank's pairs proven after "));
+    CHECK(gloo_caller.wait() == 0);
 }
 
 TEST_CASE("two callers at once form two separate groups", "[ddp][resources]") {

@@ -23,9 +23,15 @@ namespace mpify {
 
 /// Which c10d backend a group uses.
 enum class Backend {
-    automatic,  ///< NCCL when this LibTorch has CUDA and NCCL and a GPU is present, else Gloo
-    gloo,       ///< CPU tensors over TCP
-    nccl,       ///< CUDA tensors over NCCL (needs a CUDA build of LibTorch)
+    /// NCCL when this LibTorch has CUDA and NCCL and a GPU is present; else shared_memory
+    /// for the ranks of one in_ddp call on one machine, and Gloo for any other group.
+    automatic,
+    gloo,  ///< CPU tensors over TCP (Gloo), also between the ranks of one machine
+    nccl,  ///< CUDA tensors over NCCL (needs a CUDA build of LibTorch)
+    /// CPU tensors through memory the ranks share: mpify's own backend, for the ranks of
+    /// one in_ddp call on one machine. allreduce, broadcast, allgather and barrier go
+    /// through it; any other call goes to a Gloo group formed when one is first made.
+    shared_memory,
 };
 
 /// How the ranks of one group find each other.

@@ -3,6 +3,7 @@
 #include "common/scoped_environment.hpp"
 #include "ddp/gloo_loop_waker.hpp"
 #include "ddp/open_group.hpp"
+#include "ddp/shared_memory_group.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "store/server.hpp"
 
@@ -24,9 +25,15 @@ bool claimed = false;                       // guarded by active_mutex
 
 ProcessGroupState::~ProcessGroupState() {
     if (abandoned) {
-        // Leaked on purpose: their threads finish when Gloo's timeout ends the stuck work.
-        (void)group.release();
-        (void)store.release();
+        if (auto* shared = dynamic_cast<SharedMemoryGroup*>(group.get())) {
+            // Its waits end at once (the peers' too: this rank has left), so it is closed
+            // as usual; only a Gloo group it formed for other calls is let go.
+            shared->abandon();
+        } else {
+            // Leaked on purpose: their threads finish when Gloo's timeout ends the stuck work.
+            (void)group.release();
+            (void)store.release();
+        }
     }
     {
         const GlooLoopWaker::Nudging nudging =

@@ -36,8 +36,9 @@ struct ProcessGroupState {
     std::unique_ptr<GlooLoopWaker> gloo_loop_waker;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     /// A wait in it was abandoned (an interrupt): Gloo's threads may still be inside a
-    /// collective until its timeout, so the group and its store are let go, never
-    /// destroyed (destroying them would join those threads).
+    /// collective until its timeout, so a Gloo group and its store are let go, never
+    /// destroyed (destroying them would join those threads); mpify's shared-memory group
+    /// ends its waits at once and is closed.
     bool abandoned = false;
     ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was
 };

@@ -44,7 +44,7 @@ void wait_for_collective(c10d::Work& work, const char* what) {
         lock.unlock();
         abandon_active_group();
         throw Error(fmt::format("{}: the call was interrupted while this rank waited for its peers; the group is "
-                                "abandoned (its threads end when Gloo gives up on the stopped ranks)",
+                                "abandoned (a Gloo group's threads end when Gloo gives up on the stopped ranks)",
                                 what));
     }
     lock.unlock();

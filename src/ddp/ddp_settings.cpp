@@ -42,14 +42,16 @@ bool tensor_memory_cache_wanted(bool requested) {
 Backend parse_backend(const std::string& text) {
     if (text == "gloo") return Backend::gloo;
     if (text == "nccl") return Backend::nccl;
+    if (text == "shared_memory") return Backend::shared_memory;
     if (text.empty() || text == "automatic") return Backend::automatic;
-    throw UsageError(fmt::format("mpify::DdpGuard: unknown backend '{}' (gloo, nccl or automatic)", text));
+    throw UsageError(fmt::format("mpify::DdpGuard: unknown backend '{}' (gloo, nccl, shared_memory or automatic)", text));
 }
 
 const char* backend_name(Backend b) {
     switch (b) {
         case Backend::gloo: return "gloo";
         case Backend::nccl: return "nccl";
+        case Backend::shared_memory: return "shared_memory";
         case Backend::automatic: break;
     }
     return "automatic";

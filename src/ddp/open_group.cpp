@@ -6,6 +6,7 @@
 #include "ddp/gloo_release.hpp"
 #include "ddp/pair_proof.hpp"
 #include "ddp/rendezvous.hpp"
+#include "ddp/shared_memory_group.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "common/endpoint.hpp"
 #include "store/server.hpp"
@@ -24,6 +25,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <optional>
+#include <unistd.h>
 
 namespace mpify::detail {
 namespace {
@@ -57,11 +60,20 @@ bool cuda_usable() {
 #endif
 }
 
+// The ranks of one in_ddp call on one machine: they meet at a UNIX socket.
+bool ranks_of_one_machine(const DdpSettings& s) { return s.store.rfind("unix:", 0) == 0; }
+
 Backend resolve_backend(const DdpSettings& s) {
     if (s.backend == Backend::nccl && !cuda_usable())
         throw UsageError("mpify::DdpGuard: the NCCL backend needs a LibTorch built with CUDA and NCCL and a GPU; "
                          "this one has none of them usable. Use Backend::gloo (or automatic).");
-    if (s.backend == Backend::automatic) return cuda_usable() ? Backend::nccl : Backend::gloo;
+    if (s.backend == Backend::shared_memory && !ranks_of_one_machine(s))
+        throw UsageError("mpify::DdpGuard: Backend::shared_memory serves the ranks of one in_ddp call on one "
+                         "machine (with no port given); this group is not one. Use Backend::gloo (or automatic).");
+    if (s.backend == Backend::automatic) {
+        if (cuda_usable()) return Backend::nccl;
+        return ranks_of_one_machine(s) ? Backend::shared_memory : Backend::gloo;
+    }
     if (!s.gpus.empty() && !cuda_usable())
         throw UsageError("mpify::DdpGuard: gpus were given, but CUDA is not available in this LibTorch or on "
                          "this machine; leave gpus empty to train on the CPU");
@@ -119,13 +131,20 @@ std::string troubles(const std::vector<std::string>& reports) {
     return text;
 }
 
+// A formed Gloo group and the waker of its device's loop (which must outlive it).
+struct GlooGroup {
+    std::unique_ptr<GlooLoopWaker> waker;
+    c10::intrusive_ptr<c10d::ProcessGroup> group;
+};
+
 // A Gloo group whose every pair proved to be its two ranks' connection, formed again when
-// one did not (each attempt under a prefix of its own, so on new ports).
-void form_gloo_group(ProcessGroupState& state, const c10::intrusive_ptr<store::Client>& store,
-                     const DdpSettings& s, const FormingLog& log) {
+// one did not (each attempt under a prefix of its own, so on new ports). `name` tells
+// the store's keys of this group from those of another formed by the same guard.
+GlooGroup form_gloo_group(const c10::intrusive_ptr<store::Client>& store, const DdpSettings& s,
+                          const FormingLog& log, const std::string& name = "gloo") {
     std::string last;
     for (int attempt = 0; attempt < gloo_attempts; ++attempt) {
-        const std::string phase = "gloo" + std::to_string(attempt);
+        const std::string phase = name + std::to_string(attempt);
         // The attempt's keys: c10d's PrefixStore puts a '/' between this and Gloo's keys.
         const std::string prefix = "mpify/" + phase;
         const std::string proof = publish_proof(*store, prefix, s.rank);
@@ -149,11 +168,7 @@ void form_gloo_group(ProcessGroupState& state, const c10::intrusive_ptr<store::C
         log.reached(phase + ": pairs proven");
         last = troubles(gather_reports(*store, s, phase + "/proven", trouble, "did not prove its connections"));
         log.reached(phase + ": every rank's pairs proven");
-        if (last.empty()) {
-            state.gloo_loop_waker = std::move(waker);
-            state.group = std::move(group);
-            return;
-        }
+        if (last.empty()) return GlooGroup{std::move(waker), std::move(group)};
     }
     throw Error(fmt::format(
         "mpify::DdpGuard (rank {} of {}): the group's connections failed {} times; the last time {}. Gloo takes the "
@@ -161,6 +176,62 @@ void form_gloo_group(ProcessGroupState& state, const c10::intrusive_ptr<store::C
         "another process connecting to those ports does (the group refuses to run with it); see the README, "
         "'Failure and security'.",
         s.rank, s.world_size, gloo_attempts, last));
+}
+
+// Slots of the shared-memory group: a collective's tensor goes through in pieces of this size.
+constexpr std::size_t shared_memory_slot_bytes = 4u << 20;
+
+// What a rank reports once it has tried to open the group's shared memory: "pid N", or
+// "! why not".
+std::string shared_memory_report(const std::string& trouble) {
+    return trouble.empty() ? "pid " + std::to_string(::getpid()) : "! " + trouble;
+}
+
+// mpify's shared-memory group (shared_memory_group.hpp): rank 0 makes the segment and
+// says where it is, the others open it, and all report (with their pids) in one round
+// of the store. Null when some rank could not: every rank sees the same reports, so
+// all of them then form a Gloo group instead.
+c10::intrusive_ptr<c10d::ProcessGroup> form_shared_memory_group(const c10::intrusive_ptr<store::Client>& store,
+                                                                const DdpSettings& s, const FormingLog& log) {
+    const std::string where_key = "mpify/shm/segment";
+    std::optional<SharedSegment> segment;
+    std::string trouble;
+    try {
+        if (s.rank == 0) {
+            segment.emplace(SharedSegment::create(s.world_size, shared_memory_slot_bytes));
+            store->set(where_key, store::as_bytes(segment->locator()));
+        } else {
+            segment.emplace(SharedSegment::open(store::as_string(store->get(where_key)), s.world_size, s.rank));
+        }
+    } catch (const std::exception& e) {
+        trouble = first_line_of(e);
+        if (s.rank == 0) store->set(where_key, store::as_bytes("none"));  // the others must not wait for it
+    }
+    const std::vector<std::string> reports =
+        gather_reports(*store, s, "shm/opened", shared_memory_report(trouble), "did not open the group's memory");
+    log.reached("shared memory opened by every rank");
+    std::vector<pid_t> pids;
+    std::string failures;
+    for (std::size_t rank = 0; rank < reports.size(); ++rank) {
+        if (reports[rank].rfind("pid ", 0) == 0)
+            pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
+        else
+            failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
+    }
+    if (!failures.empty()) {
+        if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");
+        return {};
+    }
+    segment->close_descriptor();  // every rank has its own mapping now
+    segment->watch_peers(pids);
+    // Calls the shared memory does not serve go to a Gloo group, formed at the first one.
+    auto waker = std::make_shared<std::unique_ptr<GlooLoopWaker>>();
+    auto form_fallback = [store, s, waker] {
+        GlooGroup gloo = form_gloo_group(store, s, FormingLog(s.rank), "fallback-gloo");
+        *waker = std::move(gloo.waker);
+        return gloo.group;
+    };
+    return c10::make_intrusive<SharedMemoryGroup>(std::move(*segment), s.timeout, form_fallback);
 }
 
 void bind_device(const DdpSettings& s, Backend backend) {
@@ -203,8 +274,15 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     log.reached("store connected");
     wait_for_all(*store, s, "joined", "did not join the group");
     log.reached("every rank joined");
-    if (backend == Backend::gloo) {
-        form_gloo_group(*state, store, s, log);
+    if (backend == Backend::shared_memory) {
+        state->group = form_shared_memory_group(store, s, log);
+        if (state->group) return state;
+        // A rank could not open the shared memory (told with MPIFY_DEBUG): Gloo it is.
+    }
+    if (backend == Backend::gloo || backend == Backend::shared_memory) {
+        GlooGroup gloo = form_gloo_group(store, s, log);
+        state->gloo_loop_waker = std::move(gloo.waker);
+        state->group = std::move(gloo.group);
         return state;
     }
 #ifdef USE_C10D_NCCL

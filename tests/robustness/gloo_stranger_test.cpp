@@ -147,6 +147,7 @@ private:
 bool group_formed(int call) {
     INFO("call " << call);
     mpify::DdpOptions options;
+    options.backend = mpify::Backend::gloo;  // on one machine the default is shared memory: no ports
     options.timeout = std::chrono::seconds(20);
     int sum = -1;
     try {

@@ -1,0 +1,230 @@
+#include "ddp/shared_segment.hpp"
+
+#include "common/posix.hpp"
+
+#include <mpify/error.hpp>
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <sstream>
+#include <system_error>
+
+namespace mpify::detail {
+
+struct SharedSegment::Header {
+    std::atomic<std::uint32_t> arrived;     ///< ranks at the current barrier
+    std::atomic<std::uint32_t> generation;  ///< barriers passed; the futex word
+    std::atomic<std::int32_t> failed_rank;  ///< -1, or the first rank that gave up
+    std::uint32_t world;
+    CollectiveCall calls[2][most_ranks];
+};
+
+namespace {
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "a futex needs a plain 32-bit word");
+
+constexpr std::size_t page = 4096;
+constexpr std::size_t header_bytes = (sizeof(SharedSegment::Header) + page - 1) / page * page;
+
+// A waiting rank looks at its peers this often: how late it notices one that ended.
+constexpr std::chrono::milliseconds peer_check_interval{20};
+// Before sleeping on the futex a rank spins this many times: on a machine with a core
+// for each rank the others usually arrive within microseconds.
+constexpr int spins_before_sleeping = 200;
+
+std::size_t segment_bytes(int world, std::size_t slot_bytes) {
+    return header_bytes + (static_cast<std::size_t>(world) + 1) * slot_bytes;
+}
+
+std::uint32_t* futex_word(std::atomic<std::uint32_t>& a) { return reinterpret_cast<std::uint32_t*>(&a); }
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds patience) {
+    const auto ns = std::max<std::int64_t>(patience.count(), 0);
+    timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    // Shared (not FUTEX_PRIVATE_FLAG): the word is in a mapping of other processes too.
+    (void)::syscall(SYS_futex, futex_word(word), FUTEX_WAIT, expected, &timeout, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+    (void)::syscall(SYS_futex, futex_word(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void* map_shared(int fd, std::size_t size) {
+    void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        throw Error(fmt::format("cannot map the group's shared memory ({} bytes): {}", size, std::strerror(errno)));
+    return base;
+}
+
+}  // namespace
+
+SharedSegment::SharedSegment(UniqueFd descriptor, void* base, std::size_t size, int world, int rank,
+                             std::size_t slot_bytes)
+    : descriptor_(std::move(descriptor)), base_(base), size_(size), world_(world), rank_(rank),
+      slot_bytes_(slot_bytes) {}
+
+SharedSegment::SharedSegment(SharedSegment&& other) noexcept
+    : descriptor_(std::move(other.descriptor_)), base_(std::exchange(other.base_, nullptr)),
+      size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_),
+      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)), peer_pids_(std::move(other.peer_pids_)) {}
+
+SharedSegment::~SharedSegment() {
+    if (base_ != nullptr) ::munmap(base_, size_);
+}
+
+SharedSegment SharedSegment::create(int world, std::size_t slot_bytes) {
+    if (world < 1 || world > most_ranks)
+        throw Error(fmt::format("a shared-memory group serves 1 to {} ranks, not {}", most_ranks, world));
+    slot_bytes = (slot_bytes + page - 1) / page * page;
+    const std::size_t size = segment_bytes(world, slot_bytes);
+    UniqueFd fd(::memfd_create("mpify-group", MFD_CLOEXEC));
+    if (!fd) throw Error(fmt::format("cannot make the group's shared memory: {}", std::strerror(errno)));
+    if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+        throw Error(fmt::format("cannot size the group's shared memory ({} bytes): {}", size, std::strerror(errno)));
+    void* base = map_shared(fd.get(), size);
+    auto* header = new (base) Header;  // the file's zeros are not yet atomics
+    header->arrived.store(0);
+    header->generation.store(0);
+    header->failed_rank.store(-1);
+    header->world = static_cast<std::uint32_t>(world);
+    return SharedSegment(std::move(fd), base, size, world, 0, slot_bytes);
+}
+
+std::string SharedSegment::locator() const {
+    struct stat st {};
+    if (::fstat(descriptor_.get(), &st) != 0) throw Error("the group's shared memory is closed already");
+    return fmt::format("{} {} {} {} {} {}", ::getpid(), descriptor_.get(), st.st_dev, st.st_ino, size_, slot_bytes_);
+}
+
+SharedSegment SharedSegment::open(const std::string& locator, int world, int rank) {
+    std::istringstream in(locator);
+    long long pid = 0, fd_number = 0;
+    unsigned long long device = 0, inode = 0, size = 0, slot_bytes = 0;
+    if (!(in >> pid >> fd_number >> device >> inode >> size >> slot_bytes))
+        throw Error(fmt::format("rank 0 published no usable shared memory ('{}')", locator));
+    const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd_number);
+    UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), O_RDWR | O_CLOEXEC); }));
+    if (!fd) throw Error(fmt::format("cannot open rank 0's shared memory at {}: {}", path, std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_dev != device || st.st_ino != inode || st.st_uid != ::geteuid() ||
+        static_cast<unsigned long long>(st.st_size) != size || size != segment_bytes(world, slot_bytes))
+        throw Error(fmt::format("{} is not the shared memory rank 0 made for {} ranks", path, world));
+    void* base = map_shared(fd.get(), size);
+    SharedSegment segment(UniqueFd(), base, size, world, rank, slot_bytes);
+    if (static_cast<int>(segment.header().world) != world)
+        throw Error(fmt::format("rank 0's shared memory is for {} ranks, this group has {}", segment.header().world,
+                                world));
+    return segment;
+}
+
+SharedSegment::Header& SharedSegment::header() const noexcept { return *static_cast<Header*>(base_); }
+
+std::byte* SharedSegment::slot(int k) const noexcept {
+    return static_cast<std::byte*>(base_) + header_bytes + static_cast<std::size_t>(k) * slot_bytes_;
+}
+
+CollectiveCall& SharedSegment::call(std::uint64_t sequence, int rank) const noexcept {
+    return header().calls[sequence % 2][rank];
+}
+
+void SharedSegment::watch_peers(const std::vector<pid_t>& pids) {
+    peer_pids_ = pids;
+    peers_.clear();
+    peers_.resize(pids.size());
+    for (std::size_t r = 0; r < pids.size(); ++r) {
+        if (static_cast<int>(r) == rank_) continue;
+        peers_[r].reset(static_cast<int>(::syscall(SYS_pidfd_open, pids[r], 0)));
+        if (!peers_[r] && errno == ESRCH)
+            throw Error(fmt::format("rank {} (pid {}) ended before the group formed", r, pids[r]));
+    }
+}
+
+int SharedSegment::ended_peer() const {
+    for (std::size_t r = 0; r < peers_.size(); ++r) {
+        if (static_cast<int>(r) == rank_) continue;
+        if (peers_[r]) {
+            pollfd p{peers_[r].get(), POLLIN, 0};
+            if (::poll(&p, 1, 0) > 0) return static_cast<int>(r);
+        } else if (r < peer_pids_.size() && ::kill(peer_pids_[r], 0) != 0 && errno == ESRCH) {
+            return static_cast<int>(r);  // no pidfd (an old kernel): the pid is gone
+        }
+    }
+    return -1;
+}
+
+void SharedSegment::fail() noexcept {
+    Header& h = header();
+    std::int32_t none = -1;
+    h.failed_rank.compare_exchange_strong(none, rank_);
+    // Wakes the waiting; the generation stays, so that a barrier every rank did pass
+    // still counts as passed (a rank that found the calls differ fails the segment
+    // while the others read the same calls). One that was about to sleep sees the
+    // failure at its next look, within peer_check_interval.
+    futex_wake_all(h.generation);
+}
+
+void SharedSegment::fail_with(const std::string& text) {
+    fail();
+    throw Error(text);
+}
+
+void SharedSegment::check_not_failed(const std::string& what) const {
+    const std::int32_t failed = header().failed_rank.load(std::memory_order_acquire);
+    if (failed < 0) return;
+    if (failed == rank_)
+        throw Error(fmt::format("{}: this rank's group failed in an earlier collective; the group cannot be used "
+                                "any more", what));
+    throw Error(fmt::format("{}: rank {} failed in a collective of the group (its own error says why); the group "
+                            "cannot be used any more",
+                            what, failed));
+}
+
+void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, const std::string& what) {
+    Header& h = header();
+    check_not_failed(what);
+    const std::uint32_t generation = h.generation.load(std::memory_order_acquire);
+    if (h.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
+        // The last to arrive: nobody can arrive at the next barrier before the generation moves.
+        h.arrived.store(0, std::memory_order_relaxed);
+        h.generation.fetch_add(1, std::memory_order_release);
+        futex_wake_all(h.generation);
+        return;
+    }
+    for (int spin = 0; spin < spins_before_sleeping; ++spin) {
+        if (h.generation.load(std::memory_order_acquire) != generation) break;
+        cpu_relax();
+    }
+    while (h.generation.load(std::memory_order_acquire) == generation) {
+        const auto now = std::chrono::steady_clock::now();
+        futex_wait(h.generation, generation, std::min<std::chrono::nanoseconds>(peer_check_interval, deadline - now));
+        if (h.generation.load(std::memory_order_acquire) != generation) break;
+        check_not_failed(what);
+        const int ended = ended_peer();
+        if (ended >= 0)
+            fail_with(fmt::format("{}: rank {} (pid {}) ended while this rank waited for it", what, ended,
+                                  peer_pids_[static_cast<std::size_t>(ended)]));
+        if (std::chrono::steady_clock::now() >= deadline)
+            fail_with(fmt::format("{}: the other ranks did not all arrive within the group's timeout", what));
+    }
+}
+
+}  // namespace mpify::detail

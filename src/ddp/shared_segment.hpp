@@ -1,0 +1,101 @@
+#pragma once
+// The memory the ranks of a one-machine group share, and the barrier they meet at in it.
+//
+// Rank 0 makes a memfd; every other rank opens it through /proc/<rank 0's pid>/fd/<fd>
+// (the same user may; nothing is named in a folder anyone else can write, nothing
+// listens) and checks that it found that very file (device, inode, owner, size). The
+// file holds a header (the barrier's counters, what each rank is calling, which rank
+// failed) and world + 1 slots: one per rank and one for results.
+//
+// A rank waits at the barrier on a futex, waking every 20 ms to look at its peers: a
+// peer that ended (its pidfd became readable), a peer that gave up (it marked the
+// segment failed), or the collective's deadline ends the wait with an Error that says
+// which. Once failed, the segment stays failed: every later collective fails at once.
+#include "common/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpify::detail {
+
+/// What one rank is calling, so that ranks calling different collectives (or the same
+/// one on different sizes or types) are told so instead of mixing each other's bytes.
+struct CollectiveCall {
+    std::uint32_t kind = 0;  ///< which collective (SharedMemoryGroup numbers them)
+    std::int32_t dtype = 0;  ///< c10::ScalarType
+    std::uint64_t bytes = 0;
+    std::int32_t root = 0;   ///< broadcast's root
+    std::int32_t reduce = 0; ///< allreduce's c10d::ReduceOp
+    bool operator==(const CollectiveCall& o) const {
+        return kind == o.kind && dtype == o.dtype && bytes == o.bytes && root == o.root && reduce == o.reduce;
+    }
+};
+
+class SharedSegment {
+public:
+    /// The most ranks a segment serves (a group on one machine).
+    static constexpr int most_ranks = 256;
+
+    /// Rank 0: a new segment for `world` ranks with slots of `slot_bytes`.
+    static SharedSegment create(int world, std::size_t slot_bytes);
+    /// Another rank: opens the segment `locator` (create()'s locator()) describes, as `rank`.
+    /// Throws Error saying why when it is not there or not the file rank 0 made.
+    static SharedSegment open(const std::string& locator, int world, int rank);
+
+    SharedSegment(SharedSegment&& other) noexcept;
+    SharedSegment& operator=(SharedSegment&&) = delete;
+    SharedSegment(const SharedSegment&) = delete;
+    ~SharedSegment();
+
+    /// "pid fd device inode size": where the others find this segment (rank 0's).
+    std::string locator() const;
+    /// Rank 0 keeps its descriptor until every rank has opened the file; then it closes it.
+    void close_descriptor() noexcept { descriptor_.reset(); }
+
+    /// Watches `pids` (by rank; this rank's own entry is skipped) so that a wait notices a
+    /// peer that ended. A pid that is already gone counts as ended.
+    void watch_peers(const std::vector<pid_t>& pids);
+
+    /// Waits until every rank has reached this barrier as often as this one. Throws Error
+    /// (saying `what` was under way) when a peer ended or failed, or at `deadline`.
+    void barrier(std::chrono::steady_clock::time_point deadline, const std::string& what);
+    /// Marks the segment failed by this rank and wakes every waiting peer. Idempotent.
+    void fail() noexcept;
+    /// Throws Error when a rank has failed the segment.
+    void check_not_failed(const std::string& what) const;
+
+    int rank() const noexcept { return rank_; }
+    int world() const noexcept { return world_; }
+    std::size_t slot_bytes() const noexcept { return slot_bytes_; }
+    /// Slot `k` (0 .. world - 1: each rank's; world: the results').
+    std::byte* slot(int k) const noexcept;
+    /// The call of `rank` for the collective numbered `sequence` (two are kept: a rank
+    /// may write its next while a slower one still reads this).
+    CollectiveCall& call(std::uint64_t sequence, int rank) const noexcept;
+
+    struct Header;
+
+private:
+    SharedSegment(UniqueFd descriptor, void* base, std::size_t size, int world, int rank, std::size_t slot_bytes);
+    Header& header() const noexcept;
+    [[noreturn]] void fail_with(const std::string& text);
+    /// The rank of a watched peer that has ended, or -1.
+    int ended_peer() const;
+
+    UniqueFd descriptor_;  ///< rank 0's memfd until close_descriptor()
+    void* base_ = nullptr;
+    std::size_t size_ = 0;
+    int world_ = 0;
+    int rank_ = 0;
+    std::size_t slot_bytes_ = 0;
+    std::vector<UniqueFd> peers_;  ///< pidfds by rank (this rank's: none)
+    std::vector<pid_t> peer_pids_;
+};
+
+}  // namespace mpify::detail

@@ -1,0 +1,176 @@
+// Functions the tests of mpify's shared-memory group run in every rank of an in_ddp
+// call (compiled into the test-functions library, declared in ddp_functions.hpp).
+#include "ddp_functions.hpp"
+
+#include <mpify/torch.hpp>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/torch.h>
+
+#include <signal.h>
+
+#include <sstream>
+#include <stdexcept>
+
+namespace ddp_test {
+namespace {
+
+// Rank r's values for a collective: small whole numbers (1 to 7 + r), never zero, the
+// same for every rank that asks, so each rank knows what every other one sends.
+at::Tensor values_of(int rank, at::ScalarType type, std::int64_t count) {
+    return ((at::arange(count, at::kLong) * (rank + 2)) % 7 + rank + 1).to(type);
+}
+
+// What `op` over every rank's values_of gives, computed here with plain ATen.
+at::Tensor reduced(c10d::ReduceOp op, at::ScalarType type, std::int64_t count, int world) {
+    at::Tensor out = values_of(0, type, count);
+    for (int r = 1; r < world; ++r) {
+        const at::Tensor v = values_of(r, type, count);
+        switch (op) {
+            case c10d::ReduceOp::SUM:
+            case c10d::ReduceOp::AVG: out = out + v; break;
+            case c10d::ReduceOp::PRODUCT: out = out * v; break;
+            case c10d::ReduceOp::MIN: out = at::minimum(out, v); break;
+            case c10d::ReduceOp::MAX: out = at::maximum(out, v); break;
+            case c10d::ReduceOp::BAND: out = at::bitwise_and(out, v); break;
+            case c10d::ReduceOp::BOR: out = at::bitwise_or(out, v); break;
+            case c10d::ReduceOp::BXOR: out = at::bitwise_xor(out, v); break;
+            default: throw std::logic_error("no reference for this op");
+        }
+    }
+    return op == c10d::ReduceOp::AVG ? out / world : out;
+}
+
+class Findings {
+public:
+    void expect(const std::string& what, const at::Tensor& got, const at::Tensor& want) {
+        const bool same = got.scalar_type() == want.scalar_type() && got.sizes() == want.sizes() &&
+                          (got.is_floating_point() ? at::allclose(got, want) : at::equal(got, want));
+        if (!same) wrong_.push_back(what);
+    }
+    void expect(const std::string& what, bool holds) {
+        if (!holds) wrong_.push_back(what);
+    }
+    // Rank 0 returns what it found; another rank that found anything throws it, so that
+    // in_ddp fails naming that rank.
+    std::vector<std::string> result() const {
+        if (mpify::ddp::rank() != 0 && !wrong_.empty()) {
+            std::ostringstream text;
+            for (const std::string& w : wrong_) text << w << "; ";
+            throw std::runtime_error("wrong on rank " + std::to_string(mpify::ddp::rank()) + ": " + text.str());
+        }
+        return wrong_;
+    }
+
+private:
+    std::vector<std::string> wrong_;
+};
+
+const char* op_name(c10d::ReduceOp op) {
+    switch (op) {
+        case c10d::ReduceOp::SUM: return "sum";
+        case c10d::ReduceOp::AVG: return "avg";
+        case c10d::ReduceOp::PRODUCT: return "product";
+        case c10d::ReduceOp::MIN: return "min";
+        case c10d::ReduceOp::MAX: return "max";
+        case c10d::ReduceOp::BAND: return "band";
+        case c10d::ReduceOp::BOR: return "bor";
+        case c10d::ReduceOp::BXOR: return "bxor";
+        default: return "?";
+    }
+}
+
+}  // namespace
+
+std::string group_backend_name() { return mpify::ddp::process_group()->getBackendName(); }
+MPIFY_REGISTER(group_backend_name);
+
+std::vector<std::string> collectives_wrong_on_this_rank() {
+    const int rank = mpify::ddp::rank(), world = mpify::ddp::world_size();
+    const auto group = mpify::ddp::process_group();
+    Findings findings;
+    findings.expect("backend " + group->getBackendName(), group->getBackendName() == "mpify-shared-memory");
+
+    // Every reduce op on the types it applies to; 1001 elements: shares of unequal size.
+    const std::vector<c10d::ReduceOp> arithmetic{c10d::ReduceOp::SUM, c10d::ReduceOp::PRODUCT, c10d::ReduceOp::MIN,
+                                                 c10d::ReduceOp::MAX};
+    const std::vector<c10d::ReduceOp> bitwise{c10d::ReduceOp::BAND, c10d::ReduceOp::BOR, c10d::ReduceOp::BXOR};
+    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kByte}) {
+        std::vector<c10d::ReduceOp> ops = arithmetic;
+        if (at::isIntegralType(type, false)) ops.insert(ops.end(), bitwise.begin(), bitwise.end());
+        if (at::isFloatingType(type)) ops.push_back(c10d::ReduceOp::AVG);
+        for (c10d::ReduceOp op : ops) {
+            at::Tensor t = values_of(rank, type, 1001);
+            mpify::ddp::all_reduce(t, op);
+            findings.expect(std::string("allreduce ") + op_name(op) + " of " + c10::toString(type), t,
+                            reduced(op, type, 1001, world));
+        }
+    }
+    // More than a slot of shared memory (4 MiB): it goes through in pieces.
+    at::Tensor large = values_of(rank, at::kFloat, 3 << 20);
+    mpify::ddp::all_reduce(large);
+    findings.expect("allreduce of 12 MiB", large, reduced(c10d::ReduceOp::SUM, at::kFloat, 3 << 20, world));
+    // A transposed view: not one run of bytes; the result lands in the view.
+    at::Tensor matrix = values_of(rank, at::kFloat, 600).view({20, 30}).t();
+    mpify::ddp::all_reduce(matrix);
+    findings.expect("allreduce of a transposed view", matrix,
+                    reduced(c10d::ReduceOp::SUM, at::kFloat, 600, world).view({20, 30}).t());
+    at::Tensor empty = torch::empty({0});
+    mpify::ddp::all_reduce(empty);
+    findings.expect("allreduce of no elements", empty.numel() == 0);
+
+    // Broadcast from the last rank, 5 MiB (pieces again), and a small one from rank 0.
+    const int root = world - 1;
+    at::Tensor sent = values_of(rank, at::kFloat, 5 << 18);
+    mpify::ddp::broadcast(sent, root);
+    findings.expect("broadcast from the last rank", sent, values_of(root, at::kFloat, 5 << 18));
+    at::Tensor flag = torch::tensor({rank * 10 + 1});
+    mpify::ddp::broadcast(flag, 0);
+    findings.expect("broadcast from rank 0", flag, torch::tensor({1}));
+
+    // Allgather: every rank's values in every rank's list.
+    std::vector<std::vector<at::Tensor>> gathered(1);
+    for (int r = 0; r < world; ++r) gathered[0].push_back(torch::zeros({1000}, at::kDouble));
+    std::vector<at::Tensor> mine{values_of(rank, at::kDouble, 1000)};
+    group->allgather(gathered, mine)->wait();
+    for (int r = 0; r < world; ++r)
+        findings.expect("allgather's entry of rank " + std::to_string(r), gathered[0][r],
+                        values_of(r, at::kDouble, 1000));
+    mpify::ddp::barrier();
+
+    // A call the shared memory does not serve goes to Gloo, formed here; the shared
+    // memory serves the calls after it as before.
+    std::vector<at::Tensor> to_root{values_of(rank, at::kLong, 100)};
+    c10d::ReduceOptions to_rank_0;
+    group->reduce(to_root, to_rank_0)->wait();
+    if (rank == 0)
+        findings.expect("reduce to rank 0 (through Gloo)", to_root[0],
+                        reduced(c10d::ReduceOp::SUM, at::kLong, 100, world));
+    at::Tensor after = values_of(rank, at::kInt, 10);
+    mpify::ddp::all_reduce(after, c10d::ReduceOp::MAX);
+    findings.expect("allreduce after Gloo's reduce", after, reduced(c10d::ReduceOp::MAX, at::kInt, 10, world));
+    return findings.result();
+}
+MPIFY_REGISTER(collectives_wrong_on_this_rank);
+
+std::string mismatched_all_reduce() {
+    at::Tensor t = torch::ones({mpify::ddp::rank() == 0 ? 4 : 8});
+    std::string said = "no error";
+    try {
+        mpify::ddp::all_reduce(t);
+    } catch (const std::exception& e) {
+        said = e.what();
+    }
+    try {
+        mpify::ddp::barrier();  // the group is failed now: this fails at once too
+        said += " | the barrier after it passed";
+    } catch (const std::exception& e) {
+        said += std::string(" | ") + e.what();
+    }
+    if (mpify::ddp::rank() != 0 && said.find("called different collectives") == std::string::npos)
+        throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " was told: " + said);
+    return said;
+}
+MPIFY_REGISTER(mismatched_all_reduce);
+
+}  // namespace ddp_test
