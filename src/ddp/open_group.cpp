@@ -189,7 +189,7 @@ std::string shared_memory_report(const std::string& trouble) {
 
 // mpify's shared-memory group (shared_memory_group.hpp): rank 0 makes the segment and
 // says where it is, the others open it, and all report (with their pids) in one round
-// of the store. Null when some rank could not: every rank sees the same reports, so
+// of the store, the round where the group's ranks join. Null when some rank could not: every rank sees the same reports, so
 // all of them then form a Gloo group instead.
 c10::intrusive_ptr<c10d::ProcessGroup> form_shared_memory_group(const c10::intrusive_ptr<store::Client>& store,
                                                                 const DdpSettings& s, const FormingLog& log) {
@@ -208,8 +208,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> form_shared_memory_group(const c10::intru
         if (s.rank == 0) store->set(where_key, store::as_bytes("none"));  // the others must not wait for it
     }
     const std::vector<std::string> reports =
-        gather_reports(*store, s, "shm/opened", shared_memory_report(trouble), "did not open the group's memory");
-    log.reached("shared memory opened by every rank");
+        gather_reports(*store, s, "shm/opened", shared_memory_report(trouble), "did not join the group");
+    log.reached("every rank joined and opened the shared memory");
     std::vector<pid_t> pids;
     std::string failures;
     for (std::size_t rank = 0; rank < reports.size(); ++rank) {
@@ -272,12 +272,14 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     auto store = connect_store(s);
     state->store = store;
     log.reached("store connected");
-    wait_for_all(*store, s, "joined", "did not join the group");
-    log.reached("every rank joined");
     if (backend == Backend::shared_memory) {
+        // Its one round is also the one where every rank joins (a missing rank is named).
         state->group = form_shared_memory_group(store, s, log);
         if (state->group) return state;
         // A rank could not open the shared memory (told with MPIFY_DEBUG): Gloo it is.
+    } else {
+        wait_for_all(*store, s, "joined", "did not join the group");
+        log.reached("every rank joined");
     }
     if (backend == Backend::gloo || backend == Backend::shared_memory) {
         GlooGroup gloo = form_gloo_group(store, s, log);
