@@ -91,12 +91,19 @@ int main(int argc, char** argv) {
     }
     const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
 
-    std::printf("mpify DDP benchmark (Gloo on loopback, one thread per rank)\n\n");
-    std::printf("%-36s %10s %10s %8s\n", "", "in_ddp (s)", "ranch (s)", "ratio");
+    // The default group on one machine is mpify's shared-memory group; Gloo (over
+    // loopback) is measured beside it.
+    mpify::DdpOptions gloo;
+    gloo.backend = mpify::Backend::gloo;
+    std::printf("mpify DDP benchmark (one machine: the shared-memory group, and Gloo over loopback; one thread "
+                "per rank)\n\n");
+    std::printf("%-36s %10s %10s %10s %8s %8s\n", "", "shared (s)", "Gloo (s)", "ranch (s)", "shared/r", "Gloo/r");
     for (int n : {2, 4}) {
-        const double ddp = mpify_bench::measure(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); }).median;
+        const double shared = mpify_bench::measure(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); }).median;
+        const double over_gloo = mpify_bench::measure(3, [&] { mpify::in_ddp(gloo, quiet, n, allreduce_once); }).median;
         const double plain = mpify_bench::measure(3, [&] { mpify::ranch(quiet, n, noop); }).median;
-        std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %8.2f\n", n, n, ddp, plain, ddp / plain);
+        std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %10.3f %8.2f %8.2f\n", n, n, shared,
+                    over_gloo, plain, shared / plain, over_gloo / plain);
     }
 
     // Best of 3 runs each, the configurations interleaved so that none is always first.
@@ -106,16 +113,18 @@ int main(int argc, char** argv) {
     std::printf("\nsmall CNN on Fashion-MNIST, batch 64 per rank, %d timed steps, best of 3\n", steps);
     mpify::Options worker_only = quiet;
     worker_only.caller_rank = std::nullopt;
-    double one = 0, one_worker = 0, two = 0, per_parameter = 0;
+    double one = 0, one_worker = 0, two = 0, two_gloo = 0, per_parameter = 0;
     for (int run = 0; run < 3; ++run) {
         one = std::max(one, mpify::in_ddp(mpify::DdpOptions{}, quiet, 1, train_steps, steps, true));
         one_worker = std::max(one_worker, mpify::in_ddp(mpify::DdpOptions{}, worker_only, 1, train_steps, steps, true));
         two = std::max(two, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, true));
+        two_gloo = std::max(two_gloo, mpify::in_ddp(gloo, quiet, 2, train_steps, steps, true));
         per_parameter = std::max(per_parameter, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, false));
     }
     std::printf("%-36s %10.0f samples/s\n%-36s %10.0f samples/s   (caller / worker x%.2f)\n", "1 process (the caller)",
                 one, "1 process (a worker)", one_worker, one / one_worker);
     std::printf("%-36s %10.0f samples/s   (x%.2f of the caller's 1)\n", "2 processes", two, two / one);
+    std::printf("%-36s %10.0f samples/s   (shared memory x%.2f)\n", "2 processes, Gloo", two_gloo, two / two_gloo);
 
     std::printf("\n2 processes: bucketed overlapped all-reduce %10.0f samples/s\n"
                 "             one all-reduce per parameter  %10.0f samples/s   (bucketed x%.2f)\n",
