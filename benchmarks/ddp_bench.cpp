@@ -1,6 +1,7 @@
-// DDP costs, in one run: group set-up latency, training throughput on 1 and 2
-// processes, and the bucketed, overlapped all-reduce against one all-reduce per
-// parameter after backward.
+// DDP costs, in one run: group set-up latency, all-reduce throughput, training
+// throughput on 1 and 2 processes, and the bucketed, overlapped all-reduce against one
+// all-reduce per parameter after backward; on one machine, mpify's shared-memory group
+// (the default) beside Gloo over loopback.
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
 //   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
@@ -31,6 +32,18 @@ MPIFY_REGISTER(allreduce_once);
 
 void noop() {}
 MPIFY_REGISTER(noop);
+
+// All-reduces `bytes` of floats `repeats` times after one untimed; GB/s of the tensor's
+// size per all-reduce, as rank 0 saw it.
+double allreduce_throughput(std::int64_t bytes, int repeats) {
+    at::Tensor t = torch::ones({bytes / 4});
+    mpify::ddp::all_reduce(t);
+    mpify::ddp::barrier();
+    const auto start = Clock::now();
+    for (int i = 0; i < repeats; ++i) mpify::ddp::all_reduce(t);
+    return static_cast<double>(bytes) * repeats / seconds_since(start) / 1e9;
+}
+MPIFY_REGISTER(allreduce_throughput);
 
 // Trains `steps` batches of 64 per rank after `warmup` untimed ones (the first steps
 // fault in every buffer, which is slow here); returns the group's samples per second.
@@ -104,6 +117,26 @@ int main(int argc, char** argv) {
         const double plain = mpify_bench::measure(3, [&] { mpify::ranch(quiet, n, noop); }).median;
         std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %10.3f %8.2f %8.2f\n", n, n, shared,
                     over_gloo, plain, shared / plain, over_gloo / plain);
+    }
+
+    std::printf("\nall-reduce of floats, GB/s (best of 3)  %10s %10s %8s\n", "shared", "Gloo", "ratio");
+    struct Size {
+        int n;
+        std::int64_t bytes;
+        int repeats;
+        const char* name;
+    };
+    for (const Size& size : {Size{2, 1 << 20, 50, "1 MiB"}, Size{2, 16 << 20, 10, "16 MiB"},
+                             Size{2, 64 << 20, 4, "64 MiB"}, Size{4, 16 << 20, 10, "16 MiB"}}) {
+        double shared = 0, over_gloo = 0;
+        for (int run = 0; run < 3; ++run) {
+            shared = std::max(shared, mpify::in_ddp(mpify::DdpOptions{}, quiet, size.n, allreduce_throughput,
+                                                    size.bytes, size.repeats));
+            over_gloo = std::max(over_gloo,
+                                 mpify::in_ddp(gloo, quiet, size.n, allreduce_throughput, size.bytes, size.repeats));
+        }
+        std::printf("%d ranks, %-29s %10.2f %10.2f %8.2f\n", size.n, size.name, shared, over_gloo,
+                    shared / over_gloo);
     }
 
     // Best of 3 runs each, the configurations interleaved so that none is always first.

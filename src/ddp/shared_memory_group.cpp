@@ -87,17 +87,19 @@ at::Tensor view_of(std::byte* at, std::int64_t elements, const at::Tensor& like)
     return at::from_blob(at, {elements}, at::TensorOptions().dtype(like.scalar_type()));
 }
 
-// Folds `other` into `into` as `op` says (AVG sums here; the average is taken after).
-void fold(at::Tensor& into, const at::Tensor& other, c10d::ReduceOp op) {
+// out = a `op` b (AVG sums here; the average is taken after). `out` may be `a`: one
+// pass over memory either way, so the first two ranks' values go straight into the
+// results rather than through a copy first.
+void fold(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c10d::ReduceOp op) {
     switch (op) {
         case c10d::ReduceOp::SUM:
-        case c10d::ReduceOp::AVG: into.add_(other); return;
-        case c10d::ReduceOp::PRODUCT: into.mul_(other); return;
-        case c10d::ReduceOp::MIN: at::minimum_out(into, into, other); return;
-        case c10d::ReduceOp::MAX: at::maximum_out(into, into, other); return;
-        case c10d::ReduceOp::BAND: into.bitwise_and_(other); return;
-        case c10d::ReduceOp::BOR: into.bitwise_or_(other); return;
-        case c10d::ReduceOp::BXOR: into.bitwise_xor_(other); return;
+        case c10d::ReduceOp::AVG: at::add_out(out, a, b); return;
+        case c10d::ReduceOp::PRODUCT: at::mul_out(out, a, b); return;
+        case c10d::ReduceOp::MIN: at::minimum_out(out, a, b); return;
+        case c10d::ReduceOp::MAX: at::maximum_out(out, a, b); return;
+        case c10d::ReduceOp::BAND: at::bitwise_and_out(out, a, b); return;
+        case c10d::ReduceOp::BOR: at::bitwise_or_out(out, a, b); return;
+        case c10d::ReduceOp::BXOR: at::bitwise_xor_out(out, a, b); return;
         default: break;
     }
     throw Error(fmt::format("mpify's shared-memory group cannot reduce with op {}", static_cast<int>(op.op_)));
@@ -213,10 +215,12 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
         // (the same sums on every rank whatever the timing).
         const std::int64_t first = count * getRank() / world, last = count * (getRank() + 1) / world;
         if (last > first) {
-            at::Tensor result = view_of(segment_.slot(world) + first * element, last - first, data.work);
-            result.copy_(view_of(segment_.slot(0) + first * element, last - first, data.work));
-            for (int r = 1; r < world; ++r)
-                fold(result, view_of(segment_.slot(r) + first * element, last - first, data.work), op);
+            auto share_of = [&](int slot) {
+                return view_of(segment_.slot(slot) + first * element, last - first, data.work);
+            };
+            at::Tensor result = share_of(world);
+            if (world == 1) result.copy_(share_of(0));
+            for (int r = 1; r < world; ++r) fold(result, r == 1 ? share_of(0) : result, share_of(r), op);
             if (op == c10d::ReduceOp::AVG) result.div_(world);
         }
         segment_.barrier(deadline, what);
