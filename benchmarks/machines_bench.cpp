@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
     const int n = std::atoi(argv[2]);
     mpify::DdpOptions options;
     if (std::strcmp(argv[1], "across") == 0) options = mpify::DdpOptions::from_environment();
+    // Gloo on both sides: the comparison is of its transport through a veth pair against
+    // loopback (one machine's default, the shared-memory group, is mpify_ddp_bench's).
+    options.backend = mpify::Backend::gloo;
     const std::vector<int> mibs{1, 16, 64};
     const std::vector<double> seconds = mpify::in_ddp(options, n, allreduce_seconds, mibs);
     std::vector<double> forming;

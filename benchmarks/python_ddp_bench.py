@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """mpify's C++ DDP against PyTorch's Python DDP on the same LibTorch, interleaved.
 
-The intro CNN on Fashion-MNIST, batch 64 per rank, SGD with momentum, Gloo on loopback,
+The intro CNN on Fashion-MNIST, batch 64 per rank, SGD with momentum (Python: Gloo on
+loopback; mpify: its default on one machine, the shared-memory group),
 one thread per rank: the same training as mpify_ddp_bench's (the C++ side is that
 program's --train mode), for 1 and 2 ranks, alternating C++ and Python runs so that
 neither always goes first; best of RUNS each. Prints samples/s and the C++/Python ratio.
@@ -121,7 +122,7 @@ def main():
             for side, run in (("C++", lambda: cpp_run(build, world)), ("Python", lambda: python_run(world)),
                               ("Python+", lambda: python_run(world, tunable=True))):
                 best[side, world] = max(best.get((side, world), 0.0), run())
-    print(f"intro CNN, batch {BATCH} per rank, {STEPS} timed steps, Gloo, one thread per rank, best of {RUNS};")
+    print(f"intro CNN, batch {BATCH} per rank, {STEPS} timed steps, one thread per rank (Python's group: Gloo; mpify's: shared memory), best of {RUNS};")
     print("samples/s. Python+: the same Python ranks started with GLIBC_TUNABLES=glibc.malloc.hugetlb=1,")
     print("the malloc setting mpify gives its workers")
     print(f"{'ranks':<6} {'mpify C++':>10} {'Python':>8} {'Python+':>8} {'C++ / Python':>13} {'C++ / Python+':>14}")
