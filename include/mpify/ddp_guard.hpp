@@ -173,7 +173,8 @@ std::decay_t<R> in_ddp(const DdpOptions& options, int n, R (*fn)(P...), A&&... a
     return in_ddp(options, Options{}, n, fn, std::forward<A>(args)...);
 }
 
-/// in_ddp with default options: a Gloo (or NCCL) group of n local ranks on a free port.
+/// in_ddp with default options: a group of n local ranks, mpify's shared-memory group on
+/// the CPU (NCCL with GPUs), meeting at a private UNIX socket: no port at all.
 template <class R, class... P, class... A>
 std::decay_t<R> in_ddp(int n, R (*fn)(P...), A&&... args) {
     return in_ddp(DdpOptions{}, Options{}, n, fn, std::forward<A>(args)...);

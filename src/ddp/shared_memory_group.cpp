@@ -105,6 +105,12 @@ void fold(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c10d::Reduc
     throw Error(fmt::format("mpify's shared-memory group cannot reduce with op {}", static_cast<int>(op.op_)));
 }
 
+// memcpy, for `bytes` that may be 0: an empty tensor's data pointer may be null, which
+// memcpy must never be given, even to copy nothing.
+void copy_bytes(void* to, const void* from, std::size_t bytes) {
+    if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 // The dense, contiguous tensor a collective works on, and copying it back when `tensor`
 // was not contiguous (its storage then is not one run of bytes).
 struct Contiguous {
@@ -209,7 +215,7 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
     std::int64_t done = 0;
     do {  // at least once: an empty tensor's ranks still meet
         const std::int64_t count = std::min(per_chunk, total - done);
-        std::memcpy(segment_.slot(getRank()), data.bytes() + done * element, count * element);
+        copy_bytes(segment_.slot(getRank()), data.bytes() + done * element, count * element);
         meet(call, done == 0, sequence, deadline, what);
         // This rank reduces its share of the chunk, over every rank's slot, in rank order
         // (the same sums on every rank whatever the timing).
@@ -226,7 +232,7 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
         segment_.barrier(deadline, what);
         // Read before anyone writes the results' slot again: that happens only after the
         // next chunk's first barrier, which this rank reaches after reading.
-        std::memcpy(data.bytes() + done * element, segment_.slot(world), count * element);
+        copy_bytes(data.bytes() + done * element, segment_.slot(world), count * element);
         done += per_chunk;
     } while (done < total);
     data.write_back();
@@ -245,9 +251,9 @@ void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_
     std::size_t done = 0;
     do {
         const std::size_t count = std::min(segment_.slot_bytes(), total - done);
-        if (getRank() == root) std::memcpy(segment_.slot(root), data.bytes() + done, count);
+        if (getRank() == root) copy_bytes(segment_.slot(root), data.bytes() + done, count);
         meet(call, done == 0, sequence, deadline, what);
-        if (getRank() != root) std::memcpy(data.bytes() + done, segment_.slot(root), count);
+        if (getRank() != root) copy_bytes(data.bytes() + done, segment_.slot(root), count);
         segment_.barrier(deadline, what);  // all have read before the root writes again
         done += segment_.slot_bytes();
     } while (done < total);
@@ -270,10 +276,10 @@ void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at
     std::size_t done = 0;
     do {
         const std::size_t count = std::min(segment_.slot_bytes(), total - done);
-        std::memcpy(segment_.slot(getRank()), from + done, count);
+        copy_bytes(segment_.slot(getRank()), from + done, count);
         meet(call, done == 0, sequence, deadline, what);
         for (int r = 0; r < getSize(); ++r)
-            std::memcpy(destinations[static_cast<std::size_t>(r)].bytes() + done, segment_.slot(r), count);
+            copy_bytes(destinations[static_cast<std::size_t>(r)].bytes() + done, segment_.slot(r), count);
         segment_.barrier(deadline, what);  // all have read before anyone writes again
         done += segment_.slot_bytes();
     } while (done < total);
