@@ -189,8 +189,8 @@ std::string shared_memory_report(const std::string& trouble) {
 
 // mpify's shared-memory group (shared_memory_group.hpp): rank 0 makes the segment and
 // says where it is, the others open it, and all report (with their pids) in one round
-// of the store, the round where the group's ranks join. Null when some rank could not: every rank sees the same reports, so
-// all of them then form a Gloo group instead.
+// of the store, the round where the group's ranks join. Null when some rank could not:
+// every rank sees the same reports, so all of them then form a Gloo group instead.
 c10::intrusive_ptr<c10d::ProcessGroup> form_shared_memory_group(const c10::intrusive_ptr<store::Client>& store,
                                                                 const DdpSettings& s, const FormingLog& log) {
     const std::string where_key = "mpify/shm/segment";

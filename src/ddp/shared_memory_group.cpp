@@ -6,7 +6,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
-#include <c10/util/irange.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -149,7 +148,7 @@ SharedMemoryGroup::~SharedMemoryGroup() {
 
 void SharedMemoryGroup::run_collectives() {
     for (;;) {
-        Queued next;
+        std::function<void()> next;
         {
             std::unique_lock lock(queue_mutex_);
             queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -157,7 +156,7 @@ void SharedMemoryGroup::run_collectives() {
             next = std::move(queue_.front());
             queue_.pop_front();
         }
-        next.run();
+        next();
     }
 }
 
@@ -165,8 +164,8 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(
     c10d::OpType type, std::vector<at::Tensor> outputs,
     std::function<void(std::chrono::steady_clock::time_point)> collective) {
     auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-    Queued queued;
-    queued.run = [this, future, outputs = std::move(outputs), collective = std::move(collective)]() mutable {
+    std::function<void()> queued = [this, future, outputs = std::move(outputs),
+                                     collective = std::move(collective)]() mutable {
         try {
             collective(std::chrono::steady_clock::now() + timeout_);
             future->markCompleted(c10::IValue(outputs));

@@ -123,12 +123,9 @@ private:
     mutable std::mutex fallback_mutex_;
     c10::intrusive_ptr<c10d::ProcessGroup> fallback_;  // guarded by fallback_mutex_
 
-    struct Queued {
-        std::function<void()> run;
-    };
     std::mutex queue_mutex_;
     std::condition_variable queue_changed_;
-    std::deque<Queued> queue_;     // guarded by queue_mutex_
+    std::deque<std::function<void()>> queue_;  // guarded by queue_mutex_
     bool stopping_ = false;        // guarded by queue_mutex_
     std::uint64_t next_sequence_ = 0;  // only the group's thread
     std::thread thread_;
