@@ -85,7 +85,8 @@ SharedSegment::SharedSegment(UniqueFd descriptor, void* base, std::size_t size, 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept
     : descriptor_(std::move(other.descriptor_)), base_(std::exchange(other.base_, nullptr)),
       size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_),
-      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)), peer_pids_(std::move(other.peer_pids_)) {}
+      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)), peer_pids_(std::move(other.peer_pids_)),
+      gone_when_watched_(std::move(other.gone_when_watched_)) {}
 
 SharedSegment::~SharedSegment() {
     if (base_ != nullptr) ::munmap(base_, size_);
@@ -150,17 +151,21 @@ void SharedSegment::watch_peers(const std::vector<pid_t>& pids) {
     peer_pids_ = pids;
     peers_.clear();
     peers_.resize(pids.size());
+    gone_when_watched_.assign(pids.size(), false);
     for (std::size_t r = 0; r < pids.size(); ++r) {
         if (static_cast<int>(r) == rank_) continue;
         peers_[r].reset(static_cast<int>(::syscall(SYS_pidfd_open, pids[r], 0)));
-        if (!peers_[r] && errno == ESRCH)
-            throw Error(fmt::format("rank {} (pid {}) ended before the group formed", r, pids[r]));
+        // Gone already is not an error here: a rank whose function returned at once may
+        // have passed every barrier it needed and exited (and been reaped by its parent)
+        // before this rank looked. Only a wait for it fails, as for any ended peer.
+        if (!peers_[r] && errno == ESRCH) gone_when_watched_[r] = true;
     }
 }
 
 int SharedSegment::ended_peer() const {
     for (std::size_t r = 0; r < peers_.size(); ++r) {
         if (static_cast<int>(r) == rank_) continue;
+        if (gone_when_watched_[r]) return static_cast<int>(r);
         if (peers_[r]) {
             pollfd p{peers_[r].get(), POLLIN, 0};
             if (::poll(&p, 1, 0) > 0) return static_cast<int>(r);
@@ -219,6 +224,9 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
         if (h.generation.load(std::memory_order_acquire) != generation) break;
         check_not_failed(what);
         const int ended = ended_peer();
+        // A peer that arrived last moved the generation before it exited: look again, so
+        // that its exit between the look above and the poll is not taken for a failure.
+        if (ended >= 0 && h.generation.load(std::memory_order_acquire) != generation) break;
         if (ended >= 0)
             fail_with(fmt::format("{}: rank {} (pid {}) ended while this rank waited for it", what, ended,
                                   peer_pids_[static_cast<std::size_t>(ended)]));

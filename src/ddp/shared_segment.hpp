@@ -59,7 +59,9 @@ public:
     void close_descriptor() noexcept { descriptor_.reset(); }
 
     /// Watches `pids` (by rank; this rank's own entry is skipped) so that a wait notices a
-    /// peer that ended. A pid that is already gone counts as ended.
+    /// peer that ended. A pid that is already gone counts as ended: a wait for it fails
+    /// (a barrier that every rank passed does not wait, so a rank that finished early and
+    /// exited is no error).
     void watch_peers(const std::vector<pid_t>& pids);
 
     /// Waits until every rank has reached this barrier as often as this one. Throws Error
@@ -96,6 +98,7 @@ private:
     std::size_t slot_bytes_ = 0;
     std::vector<UniqueFd> peers_;  ///< pidfds by rank (this rank's: none)
     std::vector<pid_t> peer_pids_;
+    std::vector<bool> gone_when_watched_;  ///< by rank: its pid was gone when watch_peers ran
 };
 
 }  // namespace mpify::detail
