@@ -1,6 +1,7 @@
 #include "ddp/shared_memory_group.hpp"
 
 #include "common/signal_free_thread.hpp"
+#include "ddp/future_end.hpp"
 
 #include <mpify/error.hpp>
 
@@ -49,20 +50,7 @@ public:
     std::vector<at::Tensor> result() override { return future_->value().toTensorVector(); }
     bool wait(std::chrono::milliseconds timeout) override {
         if (timeout != kNoTimeout) {
-            // The future has no timed wait: a callback tells a condition variable.
-            struct Ended {
-                std::mutex mutex;
-                std::condition_variable cv;
-                bool done = false;
-            };
-            auto ended = std::make_shared<Ended>();
-            future_->addCallback([ended](c10::ivalue::Future&) {
-                std::lock_guard lock(ended->mutex);
-                ended->done = true;
-                ended->cv.notify_all();
-            });
-            std::unique_lock lock(ended->mutex);
-            if (!ended->cv.wait_for(lock, timeout, [&] { return ended->done; }))
+            if (!FutureEnd(*future_).wait_for(timeout))
                 throw Error(fmt::format("a collective of mpify's shared-memory group did not end within {} ms",
                                         timeout.count()));
         }
