@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <sstream>
 #include <stdexcept>
 
@@ -132,7 +133,8 @@ std::vector<std::string> collectives_wrong_on_this_rank() {
     std::vector<std::vector<at::Tensor>> gathered(1);
     for (int r = 0; r < world; ++r) gathered[0].push_back(torch::zeros({1000}, at::kDouble));
     std::vector<at::Tensor> mine{values_of(rank, at::kDouble, 1000)};
-    group->allgather(gathered, mine)->wait();
+    // Waited for with a bound (Work::wait(timeout)): true once it ended.
+    findings.expect("allgather's wait with a bound", group->allgather(gathered, mine)->wait(std::chrono::minutes(1)));
     for (int r = 0; r < world; ++r)
         findings.expect("allgather's entry of rank " + std::to_string(r), gathered[0][r],
                         values_of(r, at::kDouble, 1000));
