@@ -85,8 +85,7 @@ SharedSegment::SharedSegment(UniqueFd descriptor, void* base, std::size_t size, 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept
     : descriptor_(std::move(other.descriptor_)), base_(std::exchange(other.base_, nullptr)),
       size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_),
-      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)), peer_pids_(std::move(other.peer_pids_)),
-      gone_when_watched_(std::move(other.gone_when_watched_)) {}
+      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)) {}
 
 SharedSegment::~SharedSegment() {
     if (base_ != nullptr) ::munmap(base_, size_);
@@ -148,28 +147,29 @@ CollectiveCall& SharedSegment::call(std::uint64_t sequence, int rank) const noex
 }
 
 void SharedSegment::watch_peers(const std::vector<pid_t>& pids) {
-    peer_pids_ = pids;
     peers_.clear();
     peers_.resize(pids.size());
-    gone_when_watched_.assign(pids.size(), false);
     for (std::size_t r = 0; r < pids.size(); ++r) {
+        Peer& peer = peers_[r];
+        peer.pid = pids[r];
         if (static_cast<int>(r) == rank_) continue;
-        peers_[r].reset(static_cast<int>(::syscall(SYS_pidfd_open, pids[r], 0)));
+        peer.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
         // Gone already is not an error here: a rank whose function returned at once may
         // have passed every barrier it needed and exited (and been reaped by its parent)
         // before this rank looked. Only a wait for it fails, as for any ended peer.
-        if (!peers_[r] && errno == ESRCH) gone_when_watched_[r] = true;
+        peer.gone_when_watched = !peer.pidfd && errno == ESRCH;
     }
 }
 
 int SharedSegment::ended_peer() const {
     for (std::size_t r = 0; r < peers_.size(); ++r) {
         if (static_cast<int>(r) == rank_) continue;
-        if (gone_when_watched_[r]) return static_cast<int>(r);
-        if (peers_[r]) {
-            pollfd p{peers_[r].get(), POLLIN, 0};
+        const Peer& peer = peers_[r];
+        if (peer.gone_when_watched) return static_cast<int>(r);
+        if (peer.pidfd) {
+            pollfd p{peer.pidfd.get(), POLLIN, 0};
             if (::poll(&p, 1, 0) > 0) return static_cast<int>(r);
-        } else if (r < peer_pids_.size() && ::kill(peer_pids_[r], 0) != 0 && errno == ESRCH) {
+        } else if (::kill(peer.pid, 0) != 0 && errno == ESRCH) {
             return static_cast<int>(r);  // no pidfd (an old kernel): the pid is gone
         }
     }
@@ -224,12 +224,13 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
         if (h.generation.load(std::memory_order_acquire) != generation) break;
         check_not_failed(what);
         const int ended = ended_peer();
-        // A peer that arrived last moved the generation before it exited: look again, so
-        // that its exit between the look above and the poll is not taken for a failure.
-        if (ended >= 0 && h.generation.load(std::memory_order_acquire) != generation) break;
-        if (ended >= 0)
+        if (ended >= 0) {
+            // A peer that arrived last moved the generation before it exited: look again, so
+            // that its exit between the look above and the poll is not taken for a failure.
+            if (h.generation.load(std::memory_order_acquire) != generation) break;
             fail_with(fmt::format("{}: rank {} (pid {}) ended while this rank waited for it", what, ended,
-                                  peer_pids_[static_cast<std::size_t>(ended)]));
+                                  peers_[static_cast<std::size_t>(ended)].pid));
+        }
         if (std::chrono::steady_clock::now() >= deadline)
             fail_with(fmt::format("{}: the other ranks did not all arrive within the group's timeout", what));
     }

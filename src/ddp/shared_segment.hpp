@@ -96,9 +96,13 @@ private:
     int world_ = 0;
     int rank_ = 0;
     std::size_t slot_bytes_ = 0;
-    std::vector<UniqueFd> peers_;  ///< pidfds by rank (this rank's: none)
-    std::vector<pid_t> peer_pids_;
-    std::vector<bool> gone_when_watched_;  ///< by rank: its pid was gone when watch_peers ran
+    /// How this rank watches another one (watch_peers).
+    struct Peer {
+        pid_t pid = 0;
+        UniqueFd pidfd;                  ///< none for this rank, or on a kernel without pidfds
+        bool gone_when_watched = false;  ///< its pid was gone already when watch_peers ran
+    };
+    std::vector<Peer> peers_;  ///< by rank
 };
 
 }  // namespace mpify::detail
