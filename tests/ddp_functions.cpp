@@ -73,6 +73,16 @@ std::int64_t allreduce_rank() {
 }
 MPIFY_REGISTER(allreduce_rank);
 
+std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts) {
+    at::Tensor first = torch::tensor(std::int64_t{1});
+    mpify::ddp::all_reduce(first);  // the group works, then loses a rank
+    if (mpify::restart_count() < failed_attempts && mpify::ddp::rank() == dying_rank) ::raise(SIGKILL);
+    at::Tensor t = torch::tensor(static_cast<std::int64_t>(mpify::ddp::rank() + 1000 * mpify::restart_count()));
+    mpify::ddp::all_reduce(t);
+    return t.item<std::int64_t>();
+}
+MPIFY_REGISTER(allreduce_after_restarts);
+
 TrainResult train_mlp(TrainSpec spec) {
     torch::manual_seed(100 + mpify::ddp::rank());  // different on purpose: DDP copies rank 0's
     auto model = std::make_shared<Mlp>();

@@ -40,6 +40,9 @@ struct TrainResult {
 std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
 
 std::int64_t allreduce_rank();
+/// All-reduces rank + 1000 × restart_count(); rank `dying_rank` kills itself after one
+/// all-reduce on each of the first `failed_attempts` attempts.
+std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts);
 
 // mpify's shared-memory group (shared_memory_functions.cpp).
 /// getBackendName() of the group this rank is in.

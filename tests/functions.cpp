@@ -99,6 +99,32 @@ int crash_on(int rank, std::string how) {
 }
 MPIFY_REGISTER(crash_on);
 
+int fail_before_restart(int failing_rank, int failed_attempts, std::string how) {
+    // Fails on the first `failed_attempts` attempts, on one rank, in one way; then every
+    // rank says which attempt it ran.
+    const int attempt = mpify::restart_count();
+    if (attempt < failed_attempts && mpify::local_rank() == failing_rank) {
+        if (how == "kill") ::raise(SIGKILL);
+        if (how == "exit3") std::exit(3);
+        throw std::runtime_error("failing on attempt " + std::to_string(attempt));
+    }
+    return attempt * 10 + mpify::local_rank();
+}
+MPIFY_REGISTER(fail_before_restart);
+
+int fail_then_wait_for_interrupt(int max_seconds) {
+    // Rank 1 fails the first attempt; on the restart every rank says so and waits.
+    if (mpify::restart_count() == 0) {
+        if (mpify::local_rank() == 1) throw std::runtime_error("first attempt fails");
+        if (mpify::is_worker())
+            for (;;) ::pause();
+        return 0;
+    }
+    std::cout << "waiting on attempt " << mpify::restart_count() << std::endl;
+    return wait_for_interrupt(max_seconds);
+}
+MPIFY_REGISTER(fail_then_wait_for_interrupt);
+
 int hang_on_workers(int printed_marker) {
     // The marker line lets a test wait for the worker to be running, then act.
     std::cout << "pid " << ::getpid() << " marker " << printed_marker << std::endl;

@@ -62,7 +62,9 @@ struct TestContext {
     void print_lines(int count);                                                         \
     bool context_active();                                                               \
     std::string env_of(std::string name);                                                \
-    int nested_ranch();
+    int nested_ranch();                                                                  \
+    int fail_before_restart(int failing_rank, int failed_attempts, std::string how);     \
+    int fail_then_wait_for_interrupt(int max_seconds);
 
 namespace in_program {
 MPIFY_TEST_DECLARE_FUNCTIONS

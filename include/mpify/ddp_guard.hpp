@@ -8,6 +8,7 @@
 //   }
 //   MPIFY_REGISTER(train);
 //   double accuracy = mpify::in_ddp(4, train, cfg);
+#include <mpify/detail/restarts.hpp>
 #include <mpify/export.hpp>
 #include <mpify/ranch.hpp>
 
@@ -128,7 +129,9 @@ namespace detail {
 /// for ranks on other machines, on the address they reach the caller at, behind a fresh
 /// secret), and calls `run` with the environment that tells every rank's DdpGuard where
 /// to go. The store stays open until `run` returns.
-MPIFY_API void with_rendezvous(const DdpOptions& options, const Placement& placement, int n,
+/// `restarts` (Options::restarts) is refused for a group whose other machines run callers
+/// of their own: they would restart apart.
+MPIFY_API void with_rendezvous(const DdpOptions& options, const Placement& placement, int n, int restarts,
                                const std::function<void(const std::map<std::string, std::string>&)>& run);
 
 }  // namespace detail
@@ -151,20 +154,29 @@ std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, 
     group.caller_rank = 0;
     group.gather = false;
     group.placement = detail::resolve_placement(group.placement, n - 1);  // asked of Slurm once
-    auto run = [&](const std::map<std::string, std::string>& environment) {
-        Options o = group;
-        for (const auto& [name, value] : environment) o.env[name] = value;
-        return ranch<DdpGuard>(o, n, fn, std::forward<A>(args)...);
-    };
-    if constexpr (std::is_void_v<Result>) {
-        detail::with_rendezvous(options, group.placement, n, run);
-    } else {
-        std::optional<Result> result;
-        detail::with_rendezvous(options, group.placement, n, [&](const std::map<std::string, std::string>& environment) {
-            result.emplace(std::move(run(environment).front()));
+    constexpr bool reusable = std::is_invocable_v<R (*)(P...), std::remove_reference_t<A>&...>;
+    std::optional<std::conditional_t<std::is_void_v<Result>, char, Result>> result;  // rank 0's
+    // One attempt: a fresh rendezvous and group; the ranch inside it does not restart.
+    auto attempt = [&](const Options& attempt_options, bool last_attempt) {
+        detail::with_rendezvous(options, attempt_options.placement, n, ranch_options.restarts,
+                                [&](const std::map<std::string, std::string>& environment) {
+            Options o = attempt_options;
+            for (const auto& [name, value] : environment) o.env[name] = value;
+            auto run = [&](auto&&... call_args) {
+                if constexpr (std::is_void_v<Result>)
+                    ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...);
+                else
+                    result.emplace(
+                        std::move(ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...).front()));
+            };
+            if constexpr (reusable) {
+                if (!last_attempt) return run(args...);  // a restart may follow: keep them whole
+            }
+            run(std::forward<A>(args)...);
         });
-        return std::move(*result);
-    }
+    };
+    detail::run_with_restarts(group, reinterpret_cast<const void*>(fn), "mpify::in_ddp", n, reusable, attempt);
+    if constexpr (!std::is_void_v<Result>) return std::move(*result);
 }
 
 /// in_ddp with default ranch options.

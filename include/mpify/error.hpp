@@ -55,14 +55,20 @@ struct MPIFY_API RankFailure {
     int signal = 0;                        ///< signal number (signaled)
     int exit_code = 0;                     ///< exit status (exited)
     std::vector<std::string> stderr_tail;  ///< last lines the rank wrote to stderr
-    /// One paragraph: "rank 2 was killed by SIGSEGV (Segmentation fault); last stderr ...";
-    /// a rank on another machine is "rank 2 on node1".
+    /// The attempt of a call with Options::restarts that the failure ended: 0 the first,
+    /// k the k-th restart. Always 0 without restarts.
+    int attempt = 0;
+    /// One line, without the stderr tail: "rank 2 was killed by SIGSEGV (Segmentation
+    /// fault)"; a rank on another machine is "rank 2 on node1".
+    std::string headline() const;
+    /// One paragraph: the headline, then the last lines of the rank's stderr.
     std::string describe() const;
 };
 
 /// One or more ranks failed. `what()` names every failed rank with its reason;
 /// `failures()` gives them one by one, in the order they happened (the first is
-/// usually the cause, later ones its consequences).
+/// usually the cause, later ones its consequences). After Options::restarts ran out,
+/// they are every attempt's failures, attempt by attempt (RankFailure::attempt).
 class MPIFY_API WorkerError : public Error {
 public:
     /// Builds the error; `context` is the first line ("mpify::ranch(train, n=4): ...").

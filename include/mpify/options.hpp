@@ -75,8 +75,21 @@ struct Options {
 
     /// Give up after this long: every worker is stopped and TimeoutError names the
     /// ranks still running. Zero means no timeout. The caller's own rank cannot be
-    /// interrupted: ranch waits for it to return before throwing.
+    /// interrupted: ranch waits for it to return before throwing. With restarts, the
+    /// timeout bounds the whole call, every attempt included.
     std::chrono::milliseconds timeout{0};
+
+    /// How many times a failed call is started again. When a rank fails (an exception,
+    /// the caller's own included; a crash, an exit, a kill; a machine gone silent), the
+    /// other ranks are stopped and reaped as without restarts, one line on std::cerr says
+    /// what failed and which restart begins, and the whole call runs again: fresh
+    /// processes, a fresh group for in_ddp, the same arguments. Every rank of an attempt
+    /// sees its number in mpify::restart_count(), so that a training function resumes
+    /// from its last checkpoint. An interrupt, a timeout, a usage error and a worker that
+    /// cannot be started are never retried. When every attempt failed, WorkerError lists
+    /// each attempt's failures in order (RankFailure::attempt), the last one's exception
+    /// nested. The caller's own rank lives through every restart: it is this process.
+    int restarts = 0;
 
     /// Where workers' stdout/stderr go; see Relay.
     Relay relay = Relay::lines;

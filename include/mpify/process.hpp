@@ -16,6 +16,11 @@ MPIFY_API int local_rank();
 /// Number of processes of the current ranch call: LOCAL_WORLD_SIZE, or 1 outside any call.
 MPIFY_API int local_world_size();
 
+/// Which attempt of the current call this is: 0 on the first, k on the k-th restart
+/// (Options::restarts), the same in every rank; 0 outside any call. Read from the
+/// environment variable MPIFY_RESTART_COUNT, which mpify sets in every rank.
+MPIFY_API int restart_count();
+
 /// True in a process that mpify started to serve a call.
 MPIFY_API bool is_worker();
 

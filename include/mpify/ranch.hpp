@@ -29,6 +29,9 @@ struct CallRequest {
     std::string args;                ///< the serialized arguments, unless they are in shared memory:
     std::shared_ptr<SharedArguments> shared_args;  ///< there when not null (args is empty then)
     std::string context_key;         ///< typeid name of the context, empty for none
+    /// Whether the caller's rank can call fn on its arguments again (Options::restarts):
+    /// not when one of them can only be moved.
+    bool arguments_reusable = true;
 };
 
 /// How large a call's serialized arguments may grow before they go into shared memory
@@ -37,10 +40,12 @@ struct CallRequest {
 MPIFY_API std::size_t arguments_spill_size(const Options& options, int n);
 
 /// Validates, spawns, runs `local_call` as the caller's rank (if any), supervises and
-/// reaps. Returns each rank's result blob, indexed by rank (empty for the caller's rank
-/// and when results are not gathered). Throws mpify::Error subclasses.
+/// reaps, and does it all again after a failure while Options::restarts allow.
+/// `local_call(last_attempt)` may move the arguments only when `last_attempt` is true.
+/// Returns each rank's result blob, indexed by rank (empty for the caller's rank and
+/// when results are not gathered). Throws mpify::Error subclasses.
 MPIFY_API std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
-                                             const std::function<void()>& local_call);
+                                             const std::function<void(bool last_attempt)>& local_call);
 
 /// Records that the caller's own fn is failing, now: called where fn throws, before the
 /// context's destructor runs (which may break the other ranks' collectives), so that the
@@ -77,6 +82,16 @@ decltype(auto) as_param(const A& arg) {
         return static_cast<const P&>(arg);
     else
         return P(arg);
+}
+
+/// Calls fn on the caller's arguments: moved from when `may_move` (no attempt follows),
+/// else as lvalues, so that a restart finds them whole.
+template <class F, class... A>
+decltype(auto) call_with_arguments(F fn, bool may_move, A&&... args) {
+    if constexpr (std::is_invocable_v<F, std::remove_reference_t<A>&...>) {
+        if (!may_move) return fn(args...);
+    }
+    return fn(std::forward<A>(args)...);
 }
 
 /// Runs the caller's own rank: body inside a Ctx (none for NoContext), its failure
@@ -133,15 +148,17 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
     if constexpr (!std::is_same_v<Ctx, NoContext>) {
         request.context_key = typeid(Ctx).name();
     }
+    request.arguments_reusable = std::is_invocable_v<F, std::remove_reference_t<A>&...>;
 
     if constexpr (std::is_void_v<Result>) {
-        detail::run_ranch(options, n, std::move(request), [&] {
-            detail::with_context<Ctx>([&] { fn(std::forward<A>(args)...); });
+        detail::run_ranch(options, n, std::move(request), [&](bool last_attempt) {
+            detail::with_context<Ctx>([&] { detail::call_with_arguments(fn, last_attempt, std::forward<A>(args)...); });
         });
     } else {
         std::optional<Result> own;
-        const std::vector<std::string> blobs = detail::run_ranch(options, n, std::move(request), [&] {
-            detail::with_context<Ctx>([&] { own.emplace(fn(std::forward<A>(args)...)); });
+        const std::vector<std::string> blobs = detail::run_ranch(options, n, std::move(request), [&](bool last_attempt) {
+            detail::with_context<Ctx>(
+                [&] { own.emplace(detail::call_with_arguments(fn, last_attempt, std::forward<A>(args)...)); });
         });
         std::vector<Result> results;
         if (!options.gather) {

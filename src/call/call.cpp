@@ -1,5 +1,6 @@
 #include "call/call.hpp"
 
+#include "call/deadline.hpp"
 #include "call/environment.hpp"
 #include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
@@ -43,16 +44,6 @@ public:
 private:
     std::optional<Clock::time_point>* previous_;
 };
-
-std::optional<Clock::time_point> deadline_of(const Options& options) {
-    if (options.timeout.count() <= 0) return std::nullopt;
-    // A timeout past what the clock can hold (milliseconds::max(), 1000 years) would
-    // overflow into the past: it is no timeout.
-    const Clock::time_point now = Clock::now();
-    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
-    if (options.timeout >= room) return std::nullopt;
-    return now + options.timeout;
-}
 
 // The arguments as every worker gets them after its call's metadata: one copy shared by
 // every worker's outgoing queue, or nothing when they are in shared memory.

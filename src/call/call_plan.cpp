@@ -56,15 +56,15 @@ void check_options(const Options& options, int n, const std::string& label) {
 }
 
 // "mpify::ranch(train, n=4)", from the function's registered name ("?" if none).
-std::string label_for(const std::string& function_name, int n) {
-    return fmt::format("mpify::ranch({}, n={})", function_name, n);
+std::string label_for(const std::string& function_name, int n, const char* api = "mpify::ranch") {
+    return fmt::format("{}({}, n={})", api, function_name, n);
 }
 
 }  // namespace
 
-std::string call_label(const void* function, int n) {
+std::string call_label(const void* function, int n, const char* api) {
     FunctionEntry entry;
-    return label_for(find_function_by_address(function, entry) ? entry.name : "?", n);
+    return label_for(find_function_by_address(function, entry) ? entry.name : "?", n, api);
 }
 
 CallPlan plan_call(const Options& options, int n, const CallRequest& request) {

@@ -19,8 +19,9 @@ struct CallPlan {
     Spawner spawner = Spawner::warm_template;  ///< after MPIFY_SPAWNER
 };
 
-/// "mpify::ranch(train, n=4)": how messages about a call of `function` start.
-std::string call_label(const void* function, int n);
+/// "mpify::ranch(train, n=4)": how messages about a call of `function` through `api`
+/// start.
+std::string call_label(const void* function, int n, const char* api = "mpify::ranch");
 
 /// Checks the options and the request and looks the function up. Throws UsageError,
 /// naming what is wrong and what to do, before anything is spawned.

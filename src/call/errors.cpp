@@ -5,24 +5,45 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mpify {
 namespace {
 
-std::string render(const std::string& context, const std::vector<RankFailure>& failures) {
-    std::string text = context + ": ";
-    if (failures.size() == 1) {
-        text += failures.front().describe();
-        return text;
-    }
+// The failures of one attempt, after `text` (which ends with ": ").
+std::string render_failures(std::string text, const std::vector<RankFailure>& failures) {
+    if (failures.size() == 1) return text + failures.front().describe();
     text += fmt::format("{} ranks failed; the first failure is listed first, later ones are "
                         "often its consequences.", failures.size());
     for (const RankFailure& f : failures) text += "\n- " + f.describe();
     return text;
 }
 
+// One attempt's failures, or (after Options::restarts ran out) every attempt's in turn.
+std::string render(const std::string& context, const std::vector<RankFailure>& failures) {
+    const bool one_attempt = std::all_of(failures.begin(), failures.end(), [&](const RankFailure& f) {
+        return f.attempt == failures.front().attempt;
+    });
+    if (one_attempt) return render_failures(context + ": ", failures);
+    std::string text = context + ":";
+    for (auto first = failures.begin(); first != failures.end();) {
+        const int attempt = first->attempt;
+        const auto end = std::find_if(first, failures.end(), [&](const RankFailure& f) { return f.attempt != attempt; });
+        const std::string heading =
+            attempt == 0 ? "\nattempt 1: " : fmt::format("\nattempt {} (restart {}): ", attempt + 1, attempt);
+        std::string part = render_failures(heading, std::vector<RankFailure>(first, end));
+        // An attempt's lines are indented under its heading.
+        for (std::size_t at = part.find('\n', 1); at != std::string::npos; at = part.find('\n', at + 1))
+            part.insert(at + 1, "  ");
+        text += part;
+        first = end;
+    }
+    return text;
+}
+
 }  // namespace
 
-std::string RankFailure::describe() const {
+std::string RankFailure::headline() const {
     const std::string rank = host.empty() ? std::to_string(this->rank) : fmt::format("{} on {}", this->rank, host);
     std::string text;
     switch (kind) {
@@ -52,6 +73,11 @@ std::string RankFailure::describe() const {
             text = fmt::format("rank {} returned a result that the caller could not read: {}", rank, message);
             break;
     }
+    return text;
+}
+
+std::string RankFailure::describe() const {
+    std::string text = headline();
     if (!stderr_tail.empty()) {
         text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")
                                         : fmt::format("; last {} lines of its stderr:", stderr_tail.size());

@@ -2,6 +2,7 @@
 #include "call/call.hpp"
 #include "call/call_plan.hpp"
 
+#include <mpify/detail/restarts.hpp>
 #include <mpify/error.hpp>
 #include <mpify/ranch.hpp>
 
@@ -23,18 +24,23 @@ std::size_t arguments_spill_size(const Options& options, int n) {
 }
 
 std::vector<std::string> run_ranch(const Options& options, int n, CallRequest request,
-                                   const std::function<void()>& local_call) {
-    CallPlan plan = plan_call(options, n, request);
+                                   const std::function<void(bool last_attempt)>& local_call) {
+    const CallPlan plan = plan_call(options, n, request);
     std::unique_lock one_call_at_a_time(ranch_in_progress, std::try_to_lock);
     if (!one_call_at_a_time.owns_lock())
         throw UsageError(fmt::format(
             "{}: another mpify::ranch is already running in this process; ranch calls cannot "
             "be nested or run concurrently (LOCAL_RANK is process-wide)", plan.label));
 
-    Call call(options, std::move(plan));
-    call.start_workers(std::move(request.args), std::move(request.shared_args));
-    call.run_own_rank_and_supervise(local_call);
-    return call.results();
+    std::vector<std::string> results;
+    run_with_restarts(options, request.function, "mpify::ranch", n, request.arguments_reusable, [&](const Options& attempt, bool last) {
+        Call call(attempt, plan);
+        // Every attempt ships the same arguments: the last one may take them.
+        call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
+        call.run_own_rank_and_supervise([&] { local_call(last); });
+        results = call.results();
+    });
+    return results;
 }
 
 }  // namespace mpify::detail

@@ -46,6 +46,10 @@ constexpr const char* worker_env_var = "MPIFY_WORKER_FD";
 /// The environment variable that makes a process a warm template (value: its control fd).
 constexpr const char* template_env_var = "MPIFY_TEMPLATE_FD";
 
+/// Which attempt of a call with Options::restarts every rank runs (mpify::restart_count()):
+/// set in the workers' environment and, while its fn runs, in the caller's.
+constexpr const char* restart_count_env_var = "MPIFY_RESTART_COUNT";
+
 /// A remote worker's way back to its caller ("tcp:host:port"), and the rank it proves.
 constexpr const char* connect_env_var = "MPIFY_CONNECT";
 constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";

@@ -199,10 +199,15 @@ void with_remote_rendezvous(const DdpOptions& options, const Placement& placemen
 
 }  // namespace
 
-void with_rendezvous(const DdpOptions& options, const Placement& placement, int n,
+void with_rendezvous(const DdpOptions& options, const Placement& placement, int n, int restarts,
                      const std::function<void(const std::map<std::string, std::string>&)>& run) {
     const GroupPlace place = place_in_group(options, n, "mpify::in_ddp");
     const int world = place.world_size;
+    if (restarts > 0 && world != n)
+        throw UsageError(fmt::format(
+            "mpify::in_ddp: Options::restarts needs a group that this call owns (its {} ranks; a group of {} was "
+            "asked): callers on other machines would restart apart. Place the ranks from one caller "
+            "(Options::placement), or restart the whole job with your launcher", n, world));
     if (options.port < 0 || options.port > 65535)
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
     if (placement.launcher != Placement::Launcher::this_machine) {

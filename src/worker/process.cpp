@@ -1,6 +1,7 @@
 // <mpify/process.hpp>, all of it: mpify::init, where a process that mpify started turns
 // into what it was started as, and the queries of a process's place in the current call.
 #include "common/environment_number.hpp"
+#include "contract/process_contract.hpp"
 #include "worker/connect_back_worker.hpp"
 #include "contract/init_ran.hpp"
 #include "worker/serve.hpp"
@@ -25,6 +26,11 @@ void init(int /*argc*/, char** /*argv*/) {
     detail::serve_if_worker();
     detail::serve_if_connecting();   // a remote rank's agent, started by a launcher on its machine
     detail::serve_if_standing_in();  // a remote rank's stand-in, on the caller's machine
+}
+
+int restart_count() {
+    return static_cast<int>(detail::environment_number(detail::restart_count_env_var, 0,
+                                                       detail::Malformed::use_fallback, "mpify", 0, INT_MAX));
 }
 
 bool is_worker() { return detail::is_worker_process(); }

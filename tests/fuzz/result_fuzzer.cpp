@@ -2,7 +2,7 @@
 // from_blob), for plain values and the standard types mpify adds (optional, variant,
 // tuple). Either a whole value, or a WorkerError naming the rank. Boost's strings and
 // containers are left out: Boost sizes them from the count it reads before reading their
-// bytes (see the README's "Failure and security").
+// bytes (see docs/failure-and-security.md).
 #include <mpify/error.hpp>
 #include <mpify/ranch.hpp>
 #include <mpify/std_types.hpp>
@@ -36,7 +36,7 @@ void read_back(std::string_view blob) {
 
 namespace mpify::detail {
 // The label of the call in the message: no registry here.
-std::string call_label(const void*, int n) { return "mpify::ranch(fuzzed, n=" + std::to_string(n) + ")"; }
+std::string call_label(const void*, int n, const char* api) { return std::string(api) + "(fuzzed, n=" + std::to_string(n) + ")"; }
 }  // namespace mpify::detail
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

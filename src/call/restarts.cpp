@@ -1,0 +1,120 @@
+// Options::restarts (include/mpify/detail/restarts.hpp). The supervisor of each attempt
+// stops and reaps its ranks as without restarts; this loop decides whether to go on.
+// What a retry cannot mend is never retried: an interrupt (the user said stop), a timeout
+// (the deadline is the whole call's), a usage error or a worker that cannot be started
+// (the next attempt would fail the same way).
+#include "call/call_plan.hpp"
+#include "call/deadline.hpp"
+#include "call/interrupt_watch.hpp"
+#include "common/demangle.hpp"
+#include "contract/process_contract.hpp"
+
+#include <mpify/detail/restarts.hpp>
+#include <mpify/error.hpp>
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <vector>
+
+namespace mpify::detail {
+namespace {
+
+// The failed ranks of an attempt that ended with the exception being handled: a
+// WorkerError's, or else the caller's own rank, which threw it.
+std::vector<RankFailure> failures_of_current_exception(const Options& options, int attempt) {
+    std::vector<RankFailure> failures;
+    try {
+        throw;
+    } catch (const WorkerError& e) {
+        failures = e.failures();
+    } catch (...) {
+        RankFailure f;
+        f.rank = options.caller_rank.value_or(-1);
+        f.kind = RankFailure::Kind::threw;
+        f.exception_type = current_exception_type();
+        f.message = current_exception_message();
+        failures.push_back(std::move(f));
+    }
+    for (RankFailure& f : failures) f.attempt = attempt;
+    return failures;
+}
+
+// "mpify: rank 1 was killed by SIGKILL (Killed); restart 1 of 3 on 4 ranks": one line
+// on the caller's stderr, which a notebook shows.
+void say_restart(const RankFailure& cause, int restart, int restarts, int n) {
+    std::string what = cause.headline();
+    what = what.substr(0, what.find('\n'));
+    std::cerr << fmt::format("mpify: {}; restart {} of {} on {} ranks", what, restart, restarts, n) << std::endl;
+}
+
+[[noreturn]] void throw_exhausted(const std::string& label, int attempts, int restarts, const std::string& why_stopped,
+                                  std::vector<RankFailure> failures, const std::exception_ptr& last) {
+    const std::string context = fmt::format("{} failed on each of its {} attempts (Options::restarts = {}{})", label,
+                                            attempts, restarts, why_stopped);
+    try {
+        std::rethrow_exception(last);
+    } catch (...) {
+        std::throw_with_nested(WorkerError(context, std::move(failures)));
+    }
+}
+
+}  // namespace
+
+void run_with_restarts(const Options& options, const void* function, const char* api, int n,
+                       bool arguments_reusable,
+                       const std::function<void(const Options& attempt, bool last_attempt)>& attempt) {
+    const std::string label = call_label(function, n, api);
+    if (options.restarts < 0)
+        throw UsageError(fmt::format("{}: Options::restarts is {}; it counts restarts, 0 for none", label,
+                                     options.restarts));
+    if (options.restarts > 0 && !arguments_reusable)
+        throw UsageError(fmt::format("{}: Options::restarts needs arguments that the caller's rank can pass to fn "
+                                     "again, and one of them can only be moved; pass it as a copyable value, or "
+                                     "set restarts to 0", label));
+    // An interrupt between two attempts, when no call watches, still ends the call.
+    std::optional<InterruptWatch> interrupts;
+    if (options.restarts > 0) interrupts.emplace();
+    const std::optional<Clock::time_point> deadline = deadline_of(options);
+    std::vector<RankFailure> failures;  // every failed attempt's, in order
+    for (int k = 0;; ++k) {
+        Options this_attempt = options;
+        this_attempt.restarts = 0;
+        // A call that does not restart inside an attempt of one that does (in_ddp's ranch)
+        // keeps the outer attempt's number.
+        if (options.restarts > 0 || this_attempt.env.count(restart_count_env_var) == 0)
+            this_attempt.env[restart_count_env_var] = std::to_string(k);
+        if (deadline) this_attempt.timeout = milliseconds_left(*deadline);
+        const bool last = k == options.restarts;
+        std::exception_ptr error;
+        const std::size_t first_of_attempt = failures.size();
+        try {
+            attempt(this_attempt, last);
+            return;
+        } catch (const Interrupted&) {
+            throw;
+        } catch (const TimeoutError&) {
+            throw;
+        } catch (const UsageError&) {
+            throw;
+        } catch (const SpawnError&) {
+            throw;
+        } catch (...) {
+            if (options.restarts == 0) throw;  // as it was: the attempt's own error
+            error = std::current_exception();
+            for (RankFailure& f : failures_of_current_exception(options, k)) failures.push_back(std::move(f));
+        }
+        if (last) throw_exhausted(label, k + 1, options.restarts, "", std::move(failures), error);
+        if (interrupts->interrupted())
+            throw Interrupted(fmt::format("{}: interrupted (mpify::request_interrupt) after attempt {} failed; "
+                                          "no restart", label, k + 1));
+        if (deadline && Clock::now() >= *deadline)
+            throw_exhausted(label, k + 1, options.restarts, ", and Options::timeout left no time for another",
+                            std::move(failures), error);
+        say_restart(failures[first_of_attempt], k + 1, options.restarts, n);
+    }
+}
+
+}  // namespace mpify::detail
