@@ -18,10 +18,14 @@ Result train(Config config) {
     ImageSet test_set = load_fashion_mnist(false);
     DataLoaders data{{train_set.images, train_set.labels}, {test_set.images, test_set.labels}, config.batch_size,
                      config.seed};
+    LearnerOptions options;
+    options.checkpoint_dir = config.checkpoint_dir;
     Learner learn(data, std::make_shared<Cnn>(),
                   [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); },
-                  {accuracy()});
+                  {accuracy()}, options);
     if (!config.csv.empty()) learn.add_callback(std::make_shared<CsvLogger>(config.csv));
+    if (config.kill_rank >= 0)
+        learn.add_callback(std::make_shared<KillRankOnce>(config.kill_rank, config.kill_epoch, config.kill_batch));
 
     Result result;
     result.history = learn.fit_one_cycle(config.epochs, config.max_lr);

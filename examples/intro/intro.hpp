@@ -21,10 +21,17 @@ struct Config {
     std::int64_t batch_size = 128;  ///< per rank
     std::uint64_t seed = 42;        ///< model initialization and shuffling
     std::string csv;                ///< where rank 0 writes per-epoch metrics; empty: nowhere
+    /// LearnerOptions::checkpoint_dir: where the fit checkpoints, and resumes from; empty: nowhere.
+    std::string checkpoint_dir;
+    /// A demonstration of restarts (KillRankOnce): on a call's first attempt, rank
+    /// `kill_rank` kills itself after batch `kill_batch` of epoch `kill_epoch`; -1: never.
+    int kill_rank = -1;
+    int kill_epoch = 1;
+    std::int64_t kill_batch = 0;
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & epochs & max_lr & batch_size & seed & csv;
+        ar & epochs & max_lr & batch_size & seed & csv & checkpoint_dir & kill_rank & kill_epoch & kill_batch;
     }
 };
 

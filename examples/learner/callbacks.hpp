@@ -38,6 +38,23 @@ public:
     void after_epoch(const Learner& learner, const History& history) override;
 };
 
+/// For demonstrations and tests of Options::restarts: on a call's first attempt
+/// (mpify::restart_count() == 0), rank `rank` kills itself with SIGKILL after batch
+/// `batch` (0-based) of epoch `epoch` (1-based), as the OOM killer would; on a restart
+/// it does nothing.
+class KillRankOnce : public Callback {
+public:
+    KillRankOnce(int rank, int epoch, std::int64_t batch) : rank_(rank), epoch_(epoch), batch_(batch) {}
+    void before_epoch(const Learner& learner, int epoch, std::int64_t batches) override;
+    void after_batch(const Learner& learner, std::int64_t batch, double loss) override;
+
+private:
+    int rank_;
+    int epoch_;
+    std::int64_t batch_;
+    int current_epoch_ = 0;
+};
+
 /// Rewrites `path` on rank 0 after every epoch with all epochs so far as CSV:
 /// epoch,batches,train_loss,valid_loss,<metrics>,seconds,world_size.
 class CsvLogger : public Callback {

@@ -1,5 +1,6 @@
 #include "learner.hpp"
 
+#include "checkpoint_file.hpp"
 #include "one_cycle.hpp"
 
 #include <visuals/progress_bar.hpp>
@@ -16,6 +17,9 @@
 #include <limits>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -98,11 +102,19 @@ std::vector<std::string> Learner::metric_names() const {
 }
 
 History Learner::fit(int epochs, double lr) {
-    return run(epochs, [lr](double) { return std::pair{lr, 0.9}; });
+    FitPosition start;
+    start.schedule = "fit";
+    start.epochs = epochs;
+    start.lr = lr;
+    return run(start, [lr](double) { return std::pair{lr, 0.9}; });
 }
 
 History Learner::fit_one_cycle(int epochs, double max_lr) {
-    return run(epochs, [max_lr](double progress) {
+    FitPosition start;
+    start.schedule = "fit_one_cycle";
+    start.epochs = epochs;
+    start.lr = max_lr;
+    return run(start, [max_lr](double progress) {
         const HyperParameters p = one_cycle(max_lr, progress);
         return std::pair{p.lr, p.momentum};
     });
@@ -118,25 +130,34 @@ at::Tensor Learner::forward_train(const at::Tensor& inputs) {
     return ddp_model_ ? (*ddp_model_)(inputs) : model_->forward(inputs);
 }
 
-double Learner::train_epoch(torch::optim::AdamW& optimizer, const at::Tensor& order, int epoch,
-                            std::int64_t batches, double total_steps, const Schedule& schedule,
-                            History& history) {
+double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
+                            double carried, const Schedule& schedule, History& history) {
     const std::int64_t batch = data_.batch_size;
-    double loss_sum = 0;
+    double loss_sum = carried;
     model_->train();
-    for (std::int64_t b = 0; b < batches; ++b) {
-        const auto [lr, momentum] = schedule((epoch * batches + b) / total_steps);
-        apply(optimizer, lr, momentum);
+    for (std::int64_t b = position.batch; b < batches; ++b) {
+        const auto [lr, momentum] = schedule((position.epoch * batches + b) / total_steps);
+        apply(*optimizer_, lr, momentum);
         const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
-        optimizer.zero_grad();
+        optimizer_->zero_grad();
         const at::Tensor loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
                                       data_.train.targets.index_select(0, rows));
         loss.backward();
-        optimizer.step();
+        optimizer_->step();
         const double value = loss.item<double>();
         loss_sum += value;
         history.batch_losses.push_back(value);
         for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
+        const std::int64_t done = b + 1;
+        if (options_.checkpoint_dir.empty() || options_.checkpoint_every <= 0 || done == batches ||
+            done % options_.checkpoint_every != 0)
+            continue;
+        // Every rank's losses so far, so that the resumed epoch's mean is the same.
+        at::Tensor sum = torch::tensor(loss_sum, torch::kDouble);
+        if (ddp_model_) mpify::ddp::all_reduce(sum);
+        position.batch = done;
+        position.partial_loss_sum = sum.item<double>();
+        write_checkpoint(position, history);
     }
     return loss_sum;
 }
@@ -173,20 +194,22 @@ EpochRecord Learner::record_of(int epoch, std::int64_t batches, const std::vecto
     return record;
 }
 
-History Learner::run(int epochs, const Schedule& schedule) {
-    if (epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
+History Learner::run(FitPosition start, const Schedule& schedule) {
+    if (start.epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
     History history;
     history.metric_names = metric_names();
     history.world_size = world_size_;
-    const auto fit_start = Clock::now();
-
-    torch::optim::AdamW optimizer(model_->parameters(),
-                                  torch::optim::AdamWOptions(1e-3).weight_decay(options_.weight_decay));
+    make_optimizer();
     mpify::DistributedSampler sampler(data_.train.size(), rank_, world_size_, true, data_.seed);
     // Every rank runs the same number of batches: the shards have equal sizes.
     std::int64_t batches = ceil_div(sampler.shard_size(), data_.batch_size);
     if (options_.max_batches > 0) batches = std::min(batches, options_.max_batches);
-    const double total_steps = static_cast<double>(epochs * batches);
+    const double total_steps = static_cast<double>(start.epochs * batches);
+    start.batches_per_epoch = batches;
+    start.world_size = world_size_;
+    start.seed = data_.seed;
+    if (!options_.checkpoint_dir.empty() && !resume_or_begin(start, history)) return history_ = history;
+    position_ = start;
 
     // Validation: rank r takes samples r, r + world, ... (no padding, so every sample
     // counts once and the summed metrics are exact).
@@ -194,16 +217,21 @@ History Learner::run(int epochs, const Schedule& schedule) {
     if (options_.max_batches > 0)
         valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * data_.batch_size));
 
-    for (const auto& cb : callbacks_) cb->before_fit(*this, epochs);
-    for (int epoch = 0; epoch < epochs; ++epoch) {
+    for (const auto& cb : callbacks_) cb->before_fit(*this, start.epochs);
+    for (int epoch = start.epoch; epoch < start.epochs; ++epoch) {
         const auto epoch_start = Clock::now();
         for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
         sampler.set_epoch(epoch);
         const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
+        FitPosition position = start;
+        position.epoch = epoch;
+        position.batch = epoch == start.epoch ? start.batch : 0;
+        // A resumed epoch's losses before the checkpoint count once: on rank 0.
+        const double carried = epoch == start.epoch && rank_ == 0 ? start.partial_loss_sum : 0.0;
         // One vector of sums, reduced over the ranks in one collective:
         // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
         std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
-        sums[0] = train_epoch(optimizer, order, epoch, batches, total_steps, schedule, history);
+        sums[0] = train_epoch(order, position, batches, total_steps, carried, schedule, history);
         sums[1] = static_cast<double>(batches);
         add_validation(valid_rows, sums);
         if (ddp_model_) {
@@ -214,11 +242,135 @@ History Learner::run(int epochs, const Schedule& schedule) {
         EpochRecord record = record_of(epoch, batches, sums);
         record.seconds = seconds_since(epoch_start);
         history.epochs.push_back(record);
-        history.seconds = seconds_since(fit_start);
+        history.seconds += seconds_since(epoch_start);
+        position.epoch = epoch + 1;
+        position.batch = 0;
+        position.partial_loss_sum = 0;
+        position_ = position;
+        history_ = history;
+        if (!options_.checkpoint_dir.empty()) write_checkpoint(position, history);
         for (const auto& cb : callbacks_) cb->after_epoch(*this, history);
     }
     for (const auto& cb : callbacks_) cb->after_fit(*this, history);
-    return history;
+    return history_ = history;
+}
+
+std::string Learner::checkpoint_path() const {
+    return (std::filesystem::path(options_.checkpoint_dir) / "checkpoint.pt").string();
+}
+
+torch::nn::Module& Learner::user_model() const { return *model_->children().front(); }
+
+std::optional<std::string> Learner::read_on_rank0(const std::string& path, bool missing_is_none) const {
+    enum : std::int64_t { read, missing, failed };
+    std::int64_t state = read;
+    std::string bytes;
+    std::string error;
+    if (rank_ == 0) {
+        if (missing_is_none && !std::filesystem::exists(path)) {
+            state = missing;
+        } else {
+            try {
+                bytes = read_file(path);
+            } catch (const std::exception& e) {
+                state = failed;
+                error = e.what();
+            }
+        }
+    }
+    if (ddp_model_) {  // every rank learns what rank 0 found, and gets its bytes
+        at::Tensor head = torch::tensor({state, static_cast<std::int64_t>(bytes.size())}, torch::kLong);
+        mpify::ddp::broadcast(head, 0);
+        state = head[0].item<std::int64_t>();
+        const std::int64_t size = head[1].item<std::int64_t>();
+        if (state == read && size > 0) {
+            at::Tensor data = rank_ == 0 ? bytes_as_tensor(bytes) : torch::empty({size}, torch::kUInt8);
+            mpify::ddp::broadcast(data, 0);
+            if (rank_ != 0) bytes = tensor_as_bytes(data);
+        }
+    }
+    if (state == missing) return std::nullopt;
+    if (state == failed) throw std::runtime_error(rank_ == 0 ? error : "rank 0 could not read " + path);
+    return bytes;
+}
+
+bool Learner::resume_or_begin(FitPosition& start, History& history) {
+    const std::string path = checkpoint_path();
+    if (rank_ == 0) check_writable_folder(options_.checkpoint_dir);  // before any training is at stake
+    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/true);
+    if (!bytes) {
+        write_checkpoint(start, history);
+        return true;
+    }
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    const FitPosition& was = loaded.position;
+    auto describe = [](const FitPosition& p) {
+        std::ostringstream text;
+        text << p.schedule << "(" << p.epochs << ", " << p.lr << ")";
+        return text.str();
+    };
+    if (was.schedule != start.schedule || was.epochs != start.epochs || was.lr != start.lr)
+        throw std::runtime_error("checkpoint " + path + " belongs to " + describe(was) + ", not to this " +
+                                 describe(start) + ": run that fit to resume it, or delete the file (or choose "
+                                 "another checkpoint_dir) to start afresh");
+    history = loaded.history;
+    history.world_size = world_size_;
+    start.epoch = was.epoch;
+    start.batch = was.batch;
+    start.partial_loss_sum = was.partial_loss_sum;
+    std::ostringstream note;
+    note << "Learner: " << path << ": ";
+    if (was.epoch >= start.epochs) {
+        if (rank_ == 0) std::cout << note.str() << "this fit is done (" << was.epochs << " epochs); nothing to "
+                                  << "train. Delete the file to train again." << std::endl;
+        history_ = history;
+        position_ = was;
+        return false;
+    }
+    note << "resuming after epoch " << was.epoch << " of " << was.epochs;
+    if (was.batch > 0) note << ", batch " << was.batch << " of the next";
+    if (was.world_size != world_size_) {
+        // The same number of samples done, in this world size's batches.
+        start.batch = std::min(start.batches_per_epoch - 1, was.batch * was.world_size / world_size_);
+        note << "; it ran on " << was.world_size << " rank(s), this on " << world_size_
+             << ": the sampler re-shards the data";
+    }
+    if (rank_ == 0) std::cout << note.str() << std::endl;
+    return true;
+}
+
+void Learner::write_checkpoint(const FitPosition& position, const History& history) {
+    if (rank_ != 0) return;
+    write_file_atomically(checkpoint_path(), checkpoint_bytes(user_model(), optimizer_.get(), position, history));
+}
+
+void Learner::save(const std::string& path) {
+    if (rank_ != 0) return;
+    write_file_atomically(path, checkpoint_bytes(user_model(), optimizer_.get(), position_, history_));
+}
+
+void Learner::make_optimizer() {
+    if (!optimizer_)
+        optimizer_ = std::make_unique<torch::optim::AdamW>(
+            model_->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(options_.weight_decay));
+}
+
+void Learner::load(const std::string& path) {
+    make_optimizer();
+    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/false);
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    position_ = loaded.position;
+    history_ = loaded.history;
+}
+
+void Learner::export_model(const std::string& path) const {
+    if (rank_ != 0) return;
+    write_file_atomically(path, export_bytes(user_model()));
+}
+
+void load_model(const std::string& path, torch::nn::Module& model) {
+    load_model_bytes(path, read_file(path), model);
+    model.eval();
 }
 
 }  // namespace mpify_examples

@@ -10,6 +10,7 @@
 // each rank on its share of the validation set, and adds up losses and metrics over
 // all ranks, so the numbers are those of the whole data set.
 #include "callbacks.hpp"
+#include "checkpoint.hpp"
 #include "history.hpp"
 #include "metrics.hpp"
 
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,13 @@ struct LearnerOptions {
     std::int64_t max_batches = max_batches_from_environment();
     /// Bucketing of the gradient all-reduce when training in a group.
     mpify::DdpModelOptions ddp;
+    /// Where the automatic checkpoint lives (checkpoint.pt), empty: none. Rank 0 writes it
+    /// when a fit starts (so a folder that cannot be written is an error before any
+    /// training), after every epoch and every `checkpoint_every` batches; a fit started
+    /// with one there goes on where it stopped (see Learner::fit).
+    std::string checkpoint_dir;
+    /// Also checkpoint every this many training batches within an epoch; 0: at epoch ends only.
+    std::int64_t checkpoint_every = 0;
 
     /// MPIFY_EXAMPLES_MAX_BATCHES as a number, 0 when unset; throws std::invalid_argument
     /// when it is set to anything but a non-negative integer.
@@ -87,12 +96,35 @@ public:
     Learner(const Learner&) = delete;
     Learner& operator=(const Learner&) = delete;
 
-    /// Trains `epochs` epochs at a constant learning rate.
+    /// Trains `epochs` epochs at a constant learning rate. With options().checkpoint_dir
+    /// holding a checkpoint of the same fit (same schedule, epochs and rate), it goes on
+    /// from there: the model, optimizer, schedule, sampler and RNG as they were, the
+    /// History so far, at any world size (a different one re-shards the data and says
+    /// so). A checkpoint of another fit is an error; one of a finished fit returns its
+    /// History without training. Under DDP every rank calls it.
     History fit(int epochs, double lr);
-    /// Trains `epochs` epochs with the 1cycle schedule peaking at `max_lr` (see one_cycle.hpp).
+    /// Trains `epochs` epochs with the 1cycle schedule peaking at `max_lr` (see
+    /// one_cycle.hpp); resumes from a checkpoint as fit does.
     History fit_one_cycle(int epochs, double max_lr);
     /// The model's outputs for `inputs`, in eval mode, without gradients, in this process.
     at::Tensor predict(const at::Tensor& inputs);
+
+    /// Writes a checkpoint to `path` (rank 0 only; other ranks do nothing): the model,
+    /// the optimizer, where the last fit stands, the RNG and its History. Atomic: a crash
+    /// leaves the previous file whole.
+    void save(const std::string& path);
+    /// Loads a checkpoint written by save or by the automatic checkpoints: the model, the
+    /// optimizer and the History (history()); the next fit starts afresh from these
+    /// weights. Under DDP every rank calls it and rank 0's file reaches every rank (no
+    /// shared file system needed). Throws std::runtime_error naming the file and what does
+    /// not match for a damaged, truncated or foreign file.
+    void load(const std::string& path);
+    /// Writes the model alone to `path` (rank 0 only), for load_model: parameters and
+    /// buffers of the model itself, never of a DDP wrapper. (fastai's learn.export;
+    /// `export` is a C++ keyword.)
+    void export_model(const std::string& path) const;
+    /// The History of the last fit, or of the checkpoint load read.
+    const History& history() const { return history_; }
 
     /// Adds a callback; a ProgressPrinter is there from the start.
     void add_callback(std::shared_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
@@ -112,13 +144,27 @@ private:
     }
     /// Maps the fraction of training done to (lr, momentum).
     using Schedule = std::function<std::pair<double, double>(double)>;
-    /// Both fits.
-    History run(int epochs, const Schedule& schedule);
+    /// Both fits: `start` says which fit it is (schedule, epochs, lr) and where it begins.
+    History run(FitPosition start, const Schedule& schedule);
     at::Tensor forward_train(const at::Tensor& inputs);
-    /// One epoch's `batches` training batches, in `order`, of a fit of `total_steps`
-    /// batches; each loss goes to `history` and the callbacks. Returns their sum.
-    double train_epoch(torch::optim::AdamW& optimizer, const at::Tensor& order, int epoch, std::int64_t batches,
-                       double total_steps, const Schedule& schedule, History& history);
+    /// Training batches `position.batch` to `batches` - 1 of epoch `position.epoch`, in
+    /// `order`, of a fit of `total_steps` batches; each loss goes to `history` and the
+    /// callbacks. Returns the sum of the losses, `carried` (what a resumed epoch had) included.
+    double train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
+                       double carried, const Schedule& schedule, History& history);
+    /// The checkpoint of options().checkpoint_dir, when there is one, read by rank 0 and
+    /// sent to every rank; at `start` the fit resumes (`history` is what it had done);
+    /// without one, rank 0 writes the first. False when the checkpoint's fit is done.
+    bool resume_or_begin(FitPosition& start, History& history);
+    /// Rank 0 writes the automatic checkpoint at `position`.
+    void write_checkpoint(const FitPosition& position, const History& history);
+    std::string checkpoint_path() const;
+    /// AdamW over the model's parameters, once: the first fit or load makes it.
+    void make_optimizer();
+    /// The model the user gave (inside AnyModel), whose names the files use.
+    torch::nn::Module& user_model() const;
+    /// `path`'s bytes as rank 0 read them, on every rank; none when the file is missing.
+    std::optional<std::string> read_on_rank0(const std::string& path, bool missing_is_none) const;
     /// Adds this rank's validation rows to `sums` (see run() for the layout).
     void add_validation(const at::Tensor& rows, std::vector<double>& sums);
     /// The epoch's record from the sums of every rank.
@@ -133,6 +179,15 @@ private:
     int rank_ = 0;
     int world_size_ = 1;
     std::unique_ptr<mpify::DistributedDataParallel<AnyModel>> ddp_model_;  ///< set inside a DdpGuard
+    std::unique_ptr<torch::optim::AdamW> optimizer_;  ///< made at the first fit or load, kept after
+    FitPosition position_;  ///< where the last fit stands (for save)
+    History history_;       ///< the last fit's
 };
+
+/// Loads the model of `path` — an export_model file or a checkpoint — into `model`,
+/// constructed as the one that was trained, and puts it in eval mode, ready to predict
+/// (fastai's load_learner). Throws std::runtime_error naming the file and the first
+/// parameter whose name or shape does not match.
+void load_model(const std::string& path, torch::nn::Module& model);
 
 }  // namespace mpify_examples

@@ -1,0 +1,235 @@
+// The Learner's checkpoints: a fit stopped at any point and started again ends exactly
+// where the fit never stopped would; a bad file is an error naming it; a crash during a
+// write leaves the previous checkpoint whole.
+#include <learner/checkpoint_file.hpp>
+#include <learner/learner.hpp>
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+using namespace mpify_examples;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// y = 3x - 1 with a little noise.
+DataSet line(std::int64_t n, std::uint64_t seed) {
+    auto gen = at::detail::createCPUGenerator(seed);
+    const at::Tensor x = torch::rand({n, 1}, gen);
+    return {x, 3 * x - 1 + 0.01 * torch::randn({n, 1}, gen)};
+}
+
+std::shared_ptr<torch::nn::SequentialImpl> small_mlp(int hidden = 8) {
+    return std::make_shared<torch::nn::SequentialImpl>(torch::nn::Linear(1, hidden), torch::nn::ReLU(),
+                                                       torch::nn::Linear(hidden, 1));
+}
+
+// A Learner of the line with a fresh model (initialized from `seed`), checkpointing in `dir`.
+struct LineLearner {
+    explicit LineLearner(const fs::path& dir, std::uint64_t seed = 0, std::int64_t every = 0, int hidden = 8) {
+        torch::manual_seed(seed);
+        model = small_mlp(hidden);
+        LearnerOptions options;
+        options.max_batches = 0;
+        options.checkpoint_dir = dir.empty() ? "" : dir.string();
+        options.checkpoint_every = every;
+        learn = std::make_unique<Learner>(DataLoaders{line(256, 1), line(64, 2), 32, 7}, model,
+                                          [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); },
+                                          std::vector<Metric>{rmse()}, options);
+    }
+    std::shared_ptr<torch::nn::SequentialImpl> model;
+    std::unique_ptr<Learner> learn;
+};
+
+// Stops a fit by throwing after batch `batch` (0-based) of epoch `epoch` (1-based), as a
+// crash would stop it (no checkpoint is written on the way out).
+class StopAt : public Callback {
+public:
+    StopAt(int epoch, std::int64_t batch) : epoch_(epoch), batch_(batch) {}
+    void before_epoch(const Learner&, int epoch, std::int64_t) override { current_ = epoch; }
+    void after_batch(const Learner&, std::int64_t batch, double) override {
+        if (current_ == epoch_ && batch == batch_) throw std::runtime_error("stopped on purpose");
+    }
+
+private:
+    int epoch_;
+    std::int64_t batch_;
+    int current_ = 0;
+};
+
+// Counts the training batches a fit runs.
+class CountBatches : public Callback {
+public:
+    void after_batch(const Learner&, std::int64_t, double) override { ++count; }
+    int count = 0;
+};
+
+void check_same_parameters(torch::nn::Module& a, torch::nn::Module& b) {
+    const auto pa = a.parameters();
+    const auto pb = b.parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (std::size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
+}
+
+// A fresh, empty folder under the temporary directory.
+fs::path fresh_folder(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("mpify_checkpoint_test_" + std::to_string(::getpid())) / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("a fit stopped in epoch 2 and started again ends with the never-stopped fit's parameters", "[checkpoint]") {
+    LineLearner reference({});
+    const History whole = reference.learn->fit_one_cycle(3, 0.1);
+
+    for (std::int64_t every : {0, 3}) {  // from the end of epoch 1; from batch 6 of epoch 2
+        INFO("checkpoint_every = " << every);
+        const fs::path dir = fresh_folder("resume" + std::to_string(every));
+        LineLearner stopped(dir, 0, every);
+        stopped.learn->add_callback(std::make_shared<StopAt>(2, 7));
+        REQUIRE_THROWS_WITH(stopped.learn->fit_one_cycle(3, 0.1), "stopped on purpose");
+
+        LineLearner resumed(dir, /*seed=*/99, every);  // other initial weights: the checkpoint's must win
+        auto batches = std::make_shared<CountBatches>();
+        resumed.learn->add_callback(batches);
+        const History h = resumed.learn->fit_one_cycle(3, 0.1);
+        CHECK(batches->count == (every == 0 ? 16 : 16 - 6));
+        check_same_parameters(*resumed.model, *reference.model);
+        REQUIRE(h.epochs.size() == 3);
+        for (std::size_t e = 0; e < 3; ++e) {
+            CHECK(h.epochs[e].train_loss == whole.epochs[e].train_loss);
+            CHECK(h.epochs[e].valid_loss == whole.epochs[e].valid_loss);
+        }
+        CHECK(h.batch_losses == whole.batch_losses);
+    }
+}
+
+TEST_CASE("a finished fit's checkpoint trains nothing more; another fit's is refused by name", "[checkpoint]") {
+    const fs::path dir = fresh_folder("finished");
+    LineLearner first(dir);
+    const History done = first.learn->fit(2, 0.05);
+
+    LineLearner again(dir, 5);
+    auto batches = std::make_shared<CountBatches>();
+    again.learn->add_callback(batches);
+    const History h = again.learn->fit(2, 0.05);
+    CHECK(batches->count == 0);
+    CHECK(h.epochs.size() == 2);
+    check_same_parameters(*again.model, *first.model);
+
+    LineLearner other(dir, 5);
+    CHECK_THROWS_WITH(other.learn->fit_one_cycle(2, 0.05),
+                      Contains("belongs to fit(2, 0.05), not to this fit_one_cycle(2, 0.05)") &&
+                          Contains((dir / "checkpoint.pt").string()));
+}
+
+TEST_CASE("save, load, export_model and load_model carry a model between learners", "[checkpoint]") {
+    const fs::path dir = fresh_folder("by_hand");
+    LineLearner trained({});
+    trained.learn->fit(1, 0.05);
+    trained.learn->save((dir / "saved.pt").string());
+    trained.learn->export_model((dir / "model.pt").string());
+
+    LineLearner loaded({}, 3);
+    loaded.learn->load((dir / "saved.pt").string());
+    check_same_parameters(*loaded.model, *trained.model);
+    CHECK(loaded.learn->history().epochs.size() == 1);
+
+    torch::manual_seed(4);
+    auto plain = small_mlp();
+    load_model((dir / "model.pt").string(), *plain);
+    CHECK_FALSE(plain->is_training());
+    const at::Tensor x = torch::rand({5, 1});
+    CHECK(torch::equal(plain->forward(x), trained.learn->predict(x)));
+    CHECK_THROWS_WITH(loaded.learn->load((dir / "model.pt").string()), Contains("it is an export"));
+}
+
+TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming the file", "[checkpoint]") {
+    const fs::path dir = fresh_folder("bad");
+    LineLearner trained({});
+    trained.learn->fit(1, 0.05);
+    const std::string good = (dir / "good.pt").string();
+    trained.learn->save(good);
+    const std::string bytes = read_file(good);
+
+    const std::string truncated = (dir / "truncated.pt").string();
+    write_file_atomically(truncated, bytes.substr(0, bytes.size() / 2));
+    CHECK_THROWS_WITH(trained.learn->load(truncated), Contains("checkpoint " + truncated) && Contains("truncated"));
+
+    const std::string empty = (dir / "empty.pt").string();
+    write_file_atomically(empty, "");
+    CHECK_THROWS_WITH(trained.learn->load(empty), Contains(empty) && Contains("the file is empty"));
+
+    LineLearner wider({}, 0, 0, /*hidden=*/4);
+    CHECK_THROWS_WITH(wider.learn->load(good),
+                      Contains(good) && Contains("another model: parameter 0.weight is [8, 1] in the file and [4, 1] "
+                                                 "in this model"));
+
+    const std::string foreign = (dir / "tensor.pt").string();
+    torch::save(torch::ones({3}), foreign);
+    CHECK_THROWS_WITH(trained.learn->load(foreign), Contains(foreign) && Contains("not one the examples' Learner wrote"));
+
+    const std::string newer = (dir / "newer.pt").string();
+    torch::serialize::OutputArchive archive;
+    archive.write("format", c10::IValue(std::string("mpify-learner")));
+    archive.write("version", c10::IValue(std::int64_t{99}));
+    archive.save_to(newer);
+    CHECK_THROWS_WITH(trained.learn->load(newer), Contains(newer) && Contains("format 99, newer than this build"));
+
+    CHECK_THROWS_WITH(trained.learn->load((dir / "missing.pt").string()),
+                      Contains("cannot read " + (dir / "missing.pt").string()));
+}
+
+TEST_CASE("a folder that cannot hold checkpoints is an error before any batch trains", "[checkpoint]") {
+    const fs::path not_a_folder = fresh_folder("file") / "plain-file";
+    std::ofstream(not_a_folder) << "x";
+    LineLearner learner(not_a_folder / "checkpoints");
+    auto batches = std::make_shared<CountBatches>();
+    learner.learn->add_callback(batches);
+    CHECK_THROWS_WITH(learner.learn->fit(1, 0.05),
+                      Contains("cannot write checkpoints in " + (not_a_folder / "checkpoints").string()));
+    CHECK(batches->count == 0);
+}
+
+TEST_CASE("a process killed while it writes a checkpoint leaves the previous one whole", "[checkpoint]") {
+    const fs::path dir = fresh_folder("killed");
+    const std::string path = (dir / "checkpoint.pt").string();
+    LineLearner trained({});
+    trained.learn->fit(1, 0.05);
+    trained.learn->save(path);
+    const std::string before = read_file(path);
+    const std::string larger(4 << 20, 'x');
+
+    // The writer dies of SIGXFSZ after its first 64 KiB: inside its write, for real.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::signal(SIGXFSZ, SIG_DFL);
+        const rlimit limit{64 << 10, 64 << 10};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+        write_file_atomically(path, larger);
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGXFSZ);
+    CHECK(read_file(path) == before);
+    LineLearner loaded({}, 3);
+    loaded.learn->load(path);
+    check_same_parameters(*loaded.model, *trained.model);
+}
