@@ -4,6 +4,8 @@ include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mpify DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${MPIFY_GENERATED_INCLUDE_DIR}/mpify/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpify)
+# The licence travels with the package (Apache-2.0: LICENSE and NOTICE).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(TARGETS mpify_core mpify_torch mpify mpify-worker EXPORT mpifyTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

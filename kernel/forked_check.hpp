@@ -6,7 +6,7 @@
 // child; the kernel parses and runs it only when the child found nothing wrong.
 //
 // Costs (measured): the fork itself 10-20 ms with LibTorch loaded; the child's parse is
-// slower than the parent's (copy-on-write faults). See README, "The kernel".
+// slower than the parent's (copy-on-write faults). See docs/notebooks.md, "The kernel".
 #include <functional>
 #include <string>
 

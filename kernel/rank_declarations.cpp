@@ -96,7 +96,7 @@ private:
         // `T name = init` -> `extern T name`: the initializer goes (from the end of the
         // declarator to the end of the declaration) and `extern` comes first. A statement
         // that declares several variables keeps its definitions: the session then has
-        // copies of its own (see README).
+        // copies of its own (see docs/notebooks.md).
         const clang::SourceLocation start = variable->getBeginLoc();
         const bool shares_statement = std::any_of(edits.begin(), edits.end(), [&](const Edit& e) {
             unsigned from = 0, to = 0;

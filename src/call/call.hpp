@@ -1,5 +1,5 @@
 #pragma once
-// One ranch call, in the phases the README describes: start the workers and send each
+// One ranch call, in the phases docs/api.md describes: start the workers and send each
 // its call; run the caller's own rank while a supervisor watches the workers; then
 // either throw what failed (failure_log.hpp) or hand back every rank's result.
 #include "call/call_plan.hpp"

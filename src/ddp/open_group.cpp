@@ -173,8 +173,8 @@ GlooGroup form_gloo_group(const c10::intrusive_ptr<store::Client>& store, const 
     throw Error(fmt::format(
         "mpify::DdpGuard (rank {} of {}): the group's connections failed {} times; the last time {}. Gloo takes the "
         "first connection that reaches each of its listening ports, so on a machine shared with others this is what "
-        "another process connecting to those ports does (the group refuses to run with it); see the README, "
-        "'Failure and security'.",
+        "another process connecting to those ports does (the group refuses to run with it); see mpify's "
+        "docs/failure-and-security.md.",
         s.rank, s.world_size, gloo_attempts, last));
 }
 

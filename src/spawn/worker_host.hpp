@@ -1,5 +1,5 @@
 #pragma once
-// How a fresh process comes to hold the function: the two worker hosts (README,
+// How a fresh process comes to hold the function: the two worker hosts (docs/api.md,
 // "Where a worker comes from").
 //
 //  - program host: the function is in the main executable; the worker is

@@ -1,5 +1,5 @@
 // Functions the kernel's protocol test ranches from notebook cells (functions a worker
-// runs must be compiled: see README, "Notebooks").
+// runs must be compiled: see docs/notebooks.md).
 #include <mpify/ddp.hpp>
 #include <mpify/mpify.hpp>
 
