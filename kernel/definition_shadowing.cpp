@@ -6,13 +6,17 @@
 #include <clang/AST/Decl.h>
 #include <clang/AST/DeclContextInternals.h>
 #include <clang/AST/DeclTemplate.h>
+#include <clang/AST/Mangle.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Lex/Pragma.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Sema/Lookup.h>
 #include <clang/Sema/Sema.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <memory>
 #include <cctype>
 #include <regex>
 #include <vector>
@@ -121,6 +125,50 @@ void shadow_earlier(clang::Sema& sema, clang::NamedDecl* fresh) {
     for (clang::NamedDecl* candidate : replaced) hide(sema, unit, candidate);
 }
 
+// The linker name `mangled` (a name in a cell namespace: `_ZN14__mpify_cell_16lib_fnEi`)
+// would have at global scope (`_Z6lib_fni`); empty when it is not that simple shape.
+std::string global_linker_name(const std::string& mangled) {
+    const std::string start = "_ZN";
+    std::size_t at = start.size();
+    if (mangled.compare(0, at, start) != 0) return "";
+    auto read_source_name = [&](std::size_t& i) -> std::string {  // <length><identifier>
+        std::size_t length = 0;
+        const std::size_t from = i;
+        while (i < mangled.size() && std::isdigit(static_cast<unsigned char>(mangled[i])))
+            length = length * 10 + static_cast<std::size_t>(mangled[i++] - '0');
+        if (i == from || length == 0 || i + length > mangled.size()) return "";
+        i += length;
+        return mangled.substr(from, i - from);
+    };
+    const std::string space = read_source_name(at);
+    if (space.find(namespace_prefix) == std::string::npos) return "";
+    const std::string name = read_source_name(at);
+    if (name.empty() || at >= mangled.size() || mangled[at] != 'E') return "";
+    return "_Z" + name + mangled.substr(at + 1);
+}
+
+// A cell's declaration of a function it does not define (`int lib_fn(int);`, as
+// xeus-cling users declare what a loaded library defines) lands in the cell's namespace,
+// so its linker name is the namespace's, which nothing defines. When the process holds
+// the function at global scope, the declaration takes that linker name: calls bind to
+// the library's definition.
+void bind_to_global_definition(clang::Sema& sema, clang::NamedDecl* decl) {
+    auto* function = llvm::dyn_cast<clang::FunctionDecl>(decl);
+    if (!function || function->isThisDeclarationADefinition() || function->hasAttr<clang::AsmLabelAttr>() ||
+        function->getTemplatedKind() != clang::FunctionDecl::TK_NonTemplate || llvm::isa<clang::CXXMethodDecl>(function))
+        return;
+    clang::ASTContext& context = sema.getASTContext();
+    const std::unique_ptr<clang::MangleContext> mangler(context.createMangleContext());
+    if (!mangler->shouldMangleDeclName(function)) return;
+    std::string mangled;
+    llvm::raw_string_ostream out(mangled);
+    mangler->mangleName(clang::GlobalDecl(function), out);
+    out.flush();
+    const std::string global = global_linker_name(mangled);
+    if (global.empty() || ::dlsym(RTLD_DEFAULT, global.c_str()) == nullptr) return;
+    function->addAttr(clang::AsmLabelAttr::CreateImplicit(context, global, /*IsLiteralLabel=*/true));
+}
+
 // `#pragma mpify_shadow_earlier`, which wrap_definitions puts at the end of a run of a
 // cell's definitions, inside its namespace: what the run defines hides what it replaces.
 class ShadowEarlierPragma : public clang::PragmaHandler {
@@ -138,6 +186,7 @@ public:
         for (clang::Decl* decl : space->decls()) {
             auto* named = llvm::dyn_cast<clang::NamedDecl>(decl);
             if (!named) continue;
+            bind_to_global_definition(sema, named);
             shadow_earlier(sema, named);
             if (auto* enumeration = llvm::dyn_cast<clang::EnumDecl>(named); enumeration && !enumeration->isScoped())
                 for (clang::EnumConstantDecl* constant : enumeration->enumerators()) shadow_earlier(sema, constant);

@@ -11,6 +11,9 @@
 //   <cmath>'s Bessel function `y1`, as in cling), so that what follows sees the newest.
 //   Overloads stay (a new `f(double)` beside `f(int)`), and a declaration that is not a
 //   definition (`struct A;`, `int f(int);`) never hides a definition.
+// - a cell's declaration of a function that the process defines at global scope (`int
+//   lib_fn(int);` for a loaded library's function) keeps that global linker name, so its
+//   calls reach the library's definition.
 // Code compiled before keeps what it was compiled with, as in cling: a function of cell 3
 // that reads `n` reads cell 3's `n`.
 #include <string>

@@ -8,7 +8,7 @@ import os
 import time
 
 import kernel_client
-from kernel_client import KernelTest, ONE_PIXEL_PNG, children_of, errors, stream_text
+from kernel_client import KernelTest, ONE_PIXEL_PNG, children_of, errors, results, stream_text
 
 
 class Cells(KernelTest):
@@ -130,6 +130,26 @@ def load_test_functions(kernel):
         'namespace kernel_test { int sleep_seconds(int); long all_reduce_for(int); }\n'
         'std::printf("warm-up %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
     assert reply["status"] == "ok" and "warm-up 1" in stream_text(messages), messages
+
+
+class LibraryDeclarations(KernelTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        load_test_functions(cls.kernel)
+
+    def test_a_declared_function_of_a_loaded_library_binds_to_its_definition(self):
+        self.assert_ok("int kernel_test_square(int);")
+        messages = self.assert_ok("kernel_test_square(7)")
+        self.assertEqual(results(messages), [{"text/plain": "49"}], messages)
+        # declared again, and called in the same cell
+        messages = self.assert_ok("int kernel_test_square(int);\nint squared = kernel_test_square(5);\nsquared")
+        self.assertEqual(results(messages), [{"text/plain": "25"}], messages)
+
+    def test_a_declared_function_nothing_defines_is_still_an_error(self):
+        self.assert_ok("int kernel_test_nowhere(int);")
+        error, _ = self.assert_error("kernel_test_nowhere(1)")
+        self.assertIn("declared but defined nowhere", error["evalue"])
 
 
 class Interrupts(KernelTest):
