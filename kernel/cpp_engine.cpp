@@ -407,6 +407,8 @@ Outcome CppEngine::run(const std::string& code, Definitions definitions) {
         add_version(with_value_shown(rest, *expression));
         reported = versions.size();
         add_version(with_semicolon(rest, *expression));
+    } else if (const auto statement = unterminated_last_statement(rest)) {
+        add_version(with_semicolon(rest, *statement));  // `auto f = [](int x) { ... }` as the last line
     } else {
         add_version(rest);
     }

@@ -35,11 +35,16 @@ namespace {
 
 CppKernel* running_kernel = nullptr;
 
-// What xeus-cling's sessions have without an #include (cling's runtime brings them in):
-// a cell may use std::cout, std::string or std::vector straight away.
+// What xeus-cling's sessions have without an #include (cling's runtime and value printing
+// bring them in): a cell may use std::cout, std::string, the containers and <algorithm>
+// straight away, as notebooks written for xeus-cling do.
 const char* const prelude =
-    "#include <cmath>\n#include <cstdio>\n#include <cstdlib>\n#include <iostream>\n#include <string>\n"
-    "#include <vector>\n#include <map>\n#include <memory>\n#include <utility>\n";
+    "#include <algorithm>\n#include <array>\n#include <cmath>\n#include <cstdio>\n#include <cstdlib>\n"
+    "#include <cstring>\n#include <deque>\n#include <functional>\n#include <iomanip>\n#include <iostream>\n"
+    "#include <iterator>\n#include <list>\n#include <map>\n#include <memory>\n#include <numeric>\n"
+    "#include <queue>\n#include <set>\n#include <sstream>\n#include <stack>\n#include <stdexcept>\n"
+    "#include <string>\n#include <tuple>\n#include <unordered_map>\n#include <unordered_set>\n"
+    "#include <utility>\n#include <vector>\n";
 
 std::string absolute(const std::string& path) {
     char resolved[PATH_MAX];

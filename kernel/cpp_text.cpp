@@ -1,6 +1,7 @@
 #include "cpp_text.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <array>
 #include <cctype>
 #include <vector>
@@ -125,12 +126,46 @@ std::string word_before(const std::string& text, std::size_t at, std::size_t* st
     return text.substr(begin, end - begin);
 }
 
+// The position of the bracket that `close` (a ')' or '>' at `at`) closes, scanning back;
+// npos when none does.
+std::size_t opening_bracket(const std::string& text, std::size_t at, char open, char close) {
+    int depth = 0;
+    for (std::size_t i = at + 1; i-- > 0;) {
+        if (text[i] == close) ++depth;
+        if (text[i] == open && --depth == 0) return i;
+    }
+    return std::string::npos;
+}
+
+// True when the '{' that follows `before` (the end of what precedes it) opens a lambda's
+// body: `[](int x) {`, `[] {`, `[](int x) mutable -> int {`, `[]<class T>(T x) {`.
+bool opens_lambda_body(const std::string& text, std::size_t before) {
+    std::size_t i = before;
+    // Back over specifiers and a trailing return type, to the parameters' ')' or the ']'.
+    while (i > 0 && (is_identifier_char(text[i - 1]) || std::isspace(static_cast<unsigned char>(text[i - 1])) ||
+                     std::strchr("&*:<>-", text[i - 1]) != nullptr))
+        --i;
+    if (i == 0) return false;
+    if (text[i - 1] == ']') return true;
+    if (text[i - 1] != ')') return false;
+    std::size_t open = opening_bracket(text, i - 1, '(', ')');
+    while (open != std::string::npos && open > 0 && std::isspace(static_cast<unsigned char>(text[open - 1]))) --open;
+    if (open == std::string::npos || open == 0) return false;
+    if (text[open - 1] == ']') return true;
+    if (text[open - 1] != '>') return false;  // a template lambda's parameters: []<class T>(T x)
+    std::size_t angle = opening_bracket(text, open - 1, '<', '>');
+    while (angle != std::string::npos && angle > 0 && std::isspace(static_cast<unsigned char>(text[angle - 1]))) --angle;
+    return angle != std::string::npos && angle > 0 && text[angle - 1] == ']';
+}
+
 // True when the '{' at `at` (in masked text) opens a block (a function body, a
-// control statement's, a namespace's) rather than a braced initializer (S{1, 2}).
+// control statement's, a namespace's) rather than a braced initializer (S{1, 2}) or a
+// lambda's body (which belongs to the expression around it).
 bool opens_block(const std::string& text, std::size_t at) {
     std::size_t before = at;
     while (before > 0 && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
     if (before == 0) return true;
+    if (opens_lambda_body(text, before)) return false;
     const char previous = text[before - 1];
     if (previous == ')' || previous == '"' || previous == ';' || previous == '}' || previous == '{') return true;
     if (!is_identifier_char(previous)) return false;
@@ -450,14 +485,20 @@ std::string wrap_definitions(const std::string& code, const std::string& opening
     return out;
 }
 
-std::optional<Span> trailing_expression(const std::string& code) {
+std::optional<Span> unterminated_last_statement(const std::string& code) {
     const Masked masked = mask(code);
     if (masked.open_comment || masked.open_literal) return std::nullopt;
     const Pieces pieces = top_level_pieces(masked);
     if (pieces.spans.empty() || !pieces.open_end) return std::nullopt;
     const Span last = trimmed(masked.text, pieces.spans.back());
-    if (last.begin == last.end) return std::nullopt;
-    if (starts_with_statement_keyword(masked.text.substr(last.begin, last.end - last.begin))) return std::nullopt;
+    if (last.begin == last.end || masked.text[last.begin] == '#') return std::nullopt;
+    return last;
+}
+
+std::optional<Span> trailing_expression(const std::string& code) {
+    const std::optional<Span> last = unterminated_last_statement(code);
+    if (!last) return std::nullopt;
+    if (starts_with_statement_keyword(code.substr(last->begin, last->end - last->begin))) return std::nullopt;
     return last;
 }
 

@@ -31,6 +31,11 @@ struct Span {
 };
 std::optional<Span> trailing_expression(const std::string& code);
 
+/// Where the cell's last statement, of any kind, lacks its ';' (`auto f = [](int x) {
+/// ... }` as the last line): [begin, end) of it in `code`. None when the cell ends with
+/// ';' or with a block.
+std::optional<Span> unterminated_last_statement(const std::string& code);
+
 /// Moves each top-level statement that holds a lambda into a function of its own, called
 /// in its place: `std::sort(v.begin(), v.end(), [](int a, int b) { ... });` becomes
 /// `void __mpify_statement_N() { std::sort(...); } __mpify_statement_N();`, on the same

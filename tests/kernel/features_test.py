@@ -165,6 +165,24 @@ class Output(KernelTest):
                                   'std::cout << words.size() << " " << std::sqrt(16.0) << std::endl;')
         self.assertEqual(stream_text(messages), "2 4\n")
 
+    def test_the_standard_library_xeus_cling_notebooks_use_without_include(self):
+        messages = self.assert_ok("std::list<int> numbers{3, 1, 2}; std::set<int> seen(numbers.begin(), numbers.end());\n"
+                                  "std::vector<int> sorted(numbers.begin(), numbers.end());\n"
+                                  "std::sort(sorted.begin(), sorted.end());\n"
+                                  "std::unordered_map<std::string, int> counts{{\"a\", 1}}; std::deque<int> d{4};\n"
+                                  "std::cout << seen.size() << sorted[0] << std::accumulate(sorted.begin(), sorted.end(), 0)\n"
+                                  "          << counts.at(\"a\") << d.front() << std::setw(3) << 7 << std::endl;")
+        self.assertEqual(stream_text(messages), "31614  7\n")
+
+    def test_a_lambda_called_where_it_is_written_in_a_top_level_statement(self):
+        messages = self.assert_ok('std::cout << [](const std::string& s) { return s.size(); }("Lambda") << std::endl;')
+        self.assertEqual(stream_text(messages), "6\n")
+        self.assert_ok("auto doubled = [](int x) { return 2 * x; }(21);")
+        messages = self.assert_ok("doubled")
+        self.assertEqual(results(messages), [{"text/plain": "42"}])
+        messages = self.assert_ok("auto twice = [](int x) mutable -> int { return 2 * x; };\ntwice(4)")
+        self.assertEqual(results(messages), [{"text/plain": "8"}])
+
     def test_library_loaded_by_name_from_the_system_folders(self):
         self.assert_ok('#pragma cling load("libz")\nextern "C" const char* zlibVersion();')
         messages = self.assert_ok("std::string(zlibVersion()).empty()")
