@@ -66,6 +66,23 @@ class RankCells(KernelTest):
         self.assertTrue(any(":3:" in line for line in error["traceback"]), error["traceback"])
         self.assert_shows("mpify::ranch(2, kept_on_ranks, 7)", "{ 7, 7 }")
 
+    def test_a_rank_killed_in_a_cell_function_restarts_and_the_cell_finishes(self):
+        self.assert_ok("%%mpify\n#include <mpify/mpify.hpp>\n#include <csignal>\n"
+                       "int survives_a_kill(int x) {\n"
+                       "  if (mpify::restart_count() == 0 && mpify::local_rank() == 1) std::raise(SIGKILL);\n"
+                       "  return 10 * mpify::restart_count() + x + mpify::local_rank();\n}\n"
+                       "MPIFY_REGISTER(survives_a_kill);")
+        before = children_of(self.kernel.pid)
+        self.assert_ok("mpify::Options restarting; restarting.restarts = 1;")
+        messages = self.assert_ok("mpify::ranch(restarting, 2, survives_a_kill, 0)")
+        self.assertEqual(results(messages), [{"text/plain": "{ 10, 11 }"}], messages)
+        self.assertIn("rank 1 was killed by SIGKILL", stream_text(messages, "stderr"))
+        self.assertIn("restart 1 of 1 on 2 ranks", stream_text(messages, "stderr"))
+        for pid in children_of(self.kernel.pid) - set(before):  # no rank of either attempt is left
+            with open("/proc/{}/comm".format(pid)) as comm:
+                self.assertEqual(comm.read().strip(), "mpify-template")
+        self.assert_shows("mpify::restart_count()", "0")
+
     def test_flags_after_the_magic_reach_the_compiler(self):
         self.assert_ok("%%mpify -DSCALE=3\n#include <mpify/mpify.hpp>\n"
                        "int scaled_on_ranks(int x) { return SCALE * x; }\nMPIFY_REGISTER(scaled_on_ranks);")
