@@ -18,6 +18,7 @@ packages=(
   # Several machines: namespaces as hosts, and the launchers run for real in the tests
   iproute2 slurm-wlm munge openmpi-bin openssh-client openssh-server
   clang-19 libclang-rt-19-dev          # libFuzzer, for the decoders' fuzz targets
+  clang-format-19                      # the style check (scripts/check-format.sh)
 )
 
 missing=()
