@@ -120,13 +120,12 @@ int main(int argc, char** argv) {
     }
     std::printf("intro CNN, batch %d, %d timed steps, one thread, best of 3\n", batch, steps);
     std::printf("%-40s %10s %14s %10s\n", "", "samples/s", "faults/step", "vs worker");
-    for (const auto& [name, figures] : {std::pair{"called directly in this process", direct},
-                                        std::pair{"the caller's rank of ranch(1)", caller_rank},
-                                        std::pair{"the same, first thing in a fresh process", fresh_caller},
-                                        std::pair{"a worker", in_worker},
-                                        std::pair{"a worker, GLIBC_TUNABLES empty", in_plain_worker},
-                                        std::pair{"the caller's rank, TensorMemoryCache", cached_caller_rank},
-                                        std::pair{"a worker, TensorMemoryCache", cached_worker}})
+    for (const auto& [name, figures] :
+         {std::pair{"called directly in this process", direct}, std::pair{"the caller's rank of ranch(1)", caller_rank},
+          std::pair{"the same, first thing in a fresh process", fresh_caller}, std::pair{"a worker", in_worker},
+          std::pair{"a worker, GLIBC_TUNABLES empty", in_plain_worker},
+          std::pair{"the caller's rank, TensorMemoryCache", cached_caller_rank},
+          std::pair{"a worker, TensorMemoryCache", cached_worker}})
         std::printf("%-40s %10.0f %14.0f %10.2f\n", name, figures.first, figures.second,
                     figures.first / in_worker.first);
     return 0;

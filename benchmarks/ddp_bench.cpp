@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
                 "per rank)\n\n");
     std::printf("%-36s %10s %10s %10s %8s %8s\n", "", "shared (s)", "Gloo (s)", "ranch (s)", "shared/r", "Gloo/r");
     for (int n : {2, 4}) {
-        const double shared = mpify_bench::measure(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); }).median;
+        const double shared =
+            mpify_bench::measure(3, [&] { mpify::in_ddp(mpify::DdpOptions{}, quiet, n, allreduce_once); }).median;
         const double over_gloo = mpify_bench::measure(3, [&] { mpify::in_ddp(gloo, quiet, n, allreduce_once); }).median;
         const double plain = mpify_bench::measure(3, [&] { mpify::ranch(quiet, n, noop); }).median;
         std::printf("in_ddp(%d, allreduce) vs ranch(%d, noop) %10.3f %10.3f %10.3f %8.2f %8.2f\n", n, n, shared,
@@ -132,11 +133,10 @@ int main(int argc, char** argv) {
         for (int run = 0; run < 3; ++run) {
             shared = std::max(shared, mpify::in_ddp(mpify::DdpOptions{}, quiet, size.n, allreduce_throughput,
                                                     size.bytes, size.repeats));
-            over_gloo = std::max(over_gloo,
-                                 mpify::in_ddp(gloo, quiet, size.n, allreduce_throughput, size.bytes, size.repeats));
+            over_gloo =
+                std::max(over_gloo, mpify::in_ddp(gloo, quiet, size.n, allreduce_throughput, size.bytes, size.repeats));
         }
-        std::printf("%d ranks, %-29s %10.2f %10.2f %8.2f\n", size.n, size.name, shared, over_gloo,
-                    shared / over_gloo);
+        std::printf("%d ranks, %-29s %10.2f %10.2f %8.2f\n", size.n, size.name, shared, over_gloo, shared / over_gloo);
     }
 
     // Best of 3 runs each, the configurations interleaved so that none is always first.
@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
         one_worker = std::max(one_worker, mpify::in_ddp(mpify::DdpOptions{}, worker_only, 1, train_steps, steps, true));
         two = std::max(two, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, true));
         two_gloo = std::max(two_gloo, mpify::in_ddp(gloo, quiet, 2, train_steps, steps, true));
-        per_parameter = std::max(per_parameter, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, false));
+        per_parameter =
+            std::max(per_parameter, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_steps, steps, false));
     }
     std::printf("%-36s %10.0f samples/s\n%-36s %10.0f samples/s   (caller / worker x%.2f)\n", "1 process (the caller)",
                 one, "1 process (a worker)", one_worker, one / one_worker);

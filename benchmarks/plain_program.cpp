@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     const int n = argc > 1 ? std::atoi(argv[1]) : 4;
     mpify::Options options;
     options.spawner = argc > 2 && std::strcmp(argv[2], "template") == 0 ? mpify::Spawner::warm_template
-                                                                          : mpify::Spawner::exec;
+                                                                        : mpify::Spawner::exec;
     const std::vector<int> ranks = mpify::ranch(options, n, noop);
     return static_cast<int>(ranks.size()) == n ? 0 : 1;
 }

@@ -80,10 +80,9 @@ void checkpoint_cost(int batches, int repetitions) {
     const ImageSet test = load_fashion_mnist(false);
     LearnerOptions options;
     options.max_batches = batches;
-    Learner learn({{train.images, train.labels}, {test.images, test.labels}, 128, 0},
-                  std::make_shared<intro::Cnn>(),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); }, {},
-                  options);
+    Learner learn(
+        {{train.images, train.labels}, {test.images, test.labels}, 128, 0}, std::make_shared<intro::Cnn>(),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); }, {}, options);
     auto timing = std::make_shared<TrainingTime>();
     learn.add_callback(timing);
     learn.fit(1, 1e-3);
@@ -109,8 +108,8 @@ void restart_latency(int repetitions) {
     std::ostringstream notices;  // the restart lines, not this benchmark's output
     std::streambuf* old_err = std::cerr.rdbuf(notices.rdbuf());
     for (int i = 0; i < repetitions + 1; ++i) {  // the first starts the warm template
-        const double gap = mpify::in_ddp(mpify::DdpOptions{}, options, 2, seconds_from_death_to_restart,
-                                         death.string());
+        const double gap =
+            mpify::in_ddp(mpify::DdpOptions{}, options, 2, seconds_from_death_to_restart, death.string());
         if (i > 0) gaps.push_back(gap);
     }
     std::cerr.rdbuf(old_err);

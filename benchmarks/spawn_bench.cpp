@@ -102,10 +102,12 @@ int main(int argc, char** argv) {
     }
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     const std::string floor_program = sibling(argv[0], "mpify_bench_trivial_torch_program");
-    std::printf("mpify spawn benchmark: medians of %d runs after a warm-up (9 at least for the pairs run in turn; the caller is rank 0)\n\n", repetitions);
+    std::printf("mpify spawn benchmark: medians of %d runs after a warm-up (9 at least for the pairs run in turn; the "
+                "caller is rank 0)\n\n",
+                repetitions);
 
-    std::printf("%-16s %9s %9s %9s %9s %12s %12s\n", "seconds", "template", "exec", "fork fl.", "exec fl.",
-                "tmpl/fork", "exec/tmpl");
+    std::printf("%-16s %9s %9s %9s %9s %12s %12s\n", "seconds", "template", "exec", "fork fl.", "exec fl.", "tmpl/fork",
+                "exec/tmpl");
     for (int n : {1, 2, 4}) {
         // The template and its floor in turn: both fork this process's size, and the
         // machine's pace drifts from one second to the next.
@@ -127,8 +129,7 @@ int main(int argc, char** argv) {
         const auto [group, plain] = mpify_bench::measure_in_turn(
             std::max(repetitions, 9), [&] { mpify::in_ddp(ddp, with(warm), n, allreduce_rank); },
             [&] { mpify::ranch(with(warm), n, noop); });
-        const double by_exec =
-            measure(repetitions, [&] { mpify::in_ddp(ddp, with(exec), n, allreduce_rank); }).median;
+        const double by_exec = measure(repetitions, [&] { mpify::in_ddp(ddp, with(exec), n, allreduce_rank); }).median;
         std::printf("in_ddp(%d, allreduce)    %9.4f %9.4f %12.1f %14.2f\n", n, group.median, by_exec,
                     by_exec / group.median, group.median / plain.median);
     }
@@ -158,7 +159,8 @@ int main(int argc, char** argv) {
     };
     for (std::size_t mib : {64u, 256u}) {
         const std::string blob(mib << 20, 'x');
-        print_rates("std::string", mib, [&](const mpify::Options& options) { mpify::ranch(options, 3, byte_count, blob); });
+        print_rates("std::string", mib,
+                    [&](const mpify::Options& options) { mpify::ranch(options, 3, byte_count, blob); });
     }
     for (std::size_t mib : {64u, 256u}) {
         const at::Tensor tensor = at::ones({static_cast<std::int64_t>(mib << 18)}, at::kFloat);  // 4-byte elements

@@ -6,8 +6,9 @@
 #include <iostream>
 
 struct Net : torch::nn::Module {
-    Net() : hidden(register_module("hidden", torch::nn::Linear(8, 32))),
-            out(register_module("out", torch::nn::Linear(32, 1))) {}
+    Net()
+        : hidden(register_module("hidden", torch::nn::Linear(8, 32))),
+          out(register_module("out", torch::nn::Linear(32, 1))) {}
     at::Tensor forward(const at::Tensor& x) { return out(torch::relu(hidden(x))); }
     torch::nn::Linear hidden, out;
 };

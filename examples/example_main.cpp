@@ -26,12 +26,13 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
         } else if (std::strcmp(argv[i], "--nodes-from-environment") == 0) {
             cli.across_machines = true;
         } else {
-            std::fprintf(stderr, "usage: %s [--procs N] [--out DIR] [--in-ddp-only] [--nodes-from-environment]\n"
-                                 "  --procs N  processes of the in_ddp run (per machine; default 2)\n"
-                                 "  --out DIR  folder for the per-epoch CSV files, made if missing (default .)\n"
-                                 "  --in-ddp-only  skip the run in this process, train with in_ddp only\n"
-                                 "  --nodes-from-environment  train once, as one machine of several, placed by\n"
-                                 "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
+            std::fprintf(stderr,
+                         "usage: %s [--procs N] [--out DIR] [--in-ddp-only] [--nodes-from-environment]\n"
+                         "  --procs N  processes of the in_ddp run (per machine; default 2)\n"
+                         "  --out DIR  folder for the per-epoch CSV files, made if missing (default .)\n"
+                         "  --in-ddp-only  skip the run in this process, train with in_ddp only\n"
+                         "  --nodes-from-environment  train once, as one machine of several, placed by\n"
+                         "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
                          program);
             std::exit(2);
         }

@@ -21,6 +21,5 @@ int main(int argc, char** argv) {
 
     mpify::Options options;
     options.caller_rank = std::nullopt;  // the caller only waits: 3 new processes
-    for (const std::string& line : mpify::ranch(options, 3, hello, std::string("world")))
-        std::cout << line << '\n';
+    for (const std::string& line : mpify::ranch(options, 3, hello, std::string("world"))) std::cout << line << '\n';
 }

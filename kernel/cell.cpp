@@ -16,7 +16,7 @@ namespace mpify_kernel {
 namespace {
 
 bool is_regular_file(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 

@@ -139,8 +139,8 @@ const char* const value_header = "#include <mpify_kernel/value.hpp>\n";
 
 std::string with_value_shown(const std::string& code, const Span& expression) {
     return code.substr(0, expression.begin) + "::mpify_kernel_value::finish(((" +
-           code.substr(expression.begin, expression.end - expression.begin) +
-           "), ::mpify_kernel_value::tag{}));" + code.substr(expression.end);
+           code.substr(expression.begin, expression.end - expression.begin) + "), ::mpify_kernel_value::tag{}));" +
+           code.substr(expression.end);
 }
 
 std::string with_semicolon(const std::string& code, const Span& expression) {
@@ -148,12 +148,12 @@ std::string with_semicolon(const std::string& code, const Span& expression) {
 }
 
 bool is_directory(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
 bool is_file(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
@@ -267,8 +267,8 @@ struct CppEngine::State {
                           const std::function<std::string(clang::PartialTranslationUnit&)>& inspect = {},
                           std::string* inspected = nullptr) {
         if (!precheck && !inspect) return true;
-        const ChildVerdict verdict = check_in_child(
-            [&](std::string& text) { return parse_and_check(code, text, inspect); }, &diagnostics);
+        const ChildVerdict verdict =
+            check_in_child([&](std::string& text) { return parse_and_check(code, text, inspect); }, &diagnostics);
         switch (verdict.kind) {
             case ChildVerdict::Kind::passed:
                 if (inspected) *inspected = verdict.text;

@@ -53,7 +53,7 @@ std::string absolute(const std::string& path) {
 }
 
 bool file_exists(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     return ::stat(path.c_str(), &info) == 0;
 }
 
@@ -136,9 +136,9 @@ nl::json CppKernel::execute_request_impl(int execution_counter, const std::strin
     // Captured from the first cell on: what xeus prints while it starts belongs in the
     // kernel's log, not in a cell. Made with SIGINT blocked, so its reader never takes it.
     if (!output_)
-        output_ = std::make_unique<OutputCapture>(
-            [this](const std::string& stream, const std::string& text) { publish_stream(stream, text); },
-            publish_lock_);
+        output_ = std::make_unique<OutputCapture>([this](const std::string& stream,
+                                                         const std::string& text) { publish_stream(stream, text); },
+                                                  publish_lock_);
     execution_count_ = execution_counter;
     allow_stdin_ = allow_stdin;
     result_.reset();
@@ -251,8 +251,7 @@ nl::json CppKernel::run_rank_library(const Cell& cell) {
     // 2. What the session must declare, checked (and so the cell's errors found) before
     //    the slower compilation of the library.
     Declarations declarations;
-    const Outcome checked =
-        engine_->declarations_of(parts.directives.empty() ? cell.code : parts.rest, declarations);
+    const Outcome checked = engine_->declarations_of(parts.directives.empty() ? cell.code : parts.rest, declarations);
     if (checked.kind != Outcome::Kind::ok) return reply_for(checked);
     // 3. The library, for every rank.
     std::vector<std::string> flags = {"-iquote" + working_folder()};
@@ -260,7 +259,7 @@ nl::json CppKernel::run_rank_library(const Cell& cell) {
     std::vector<std::string> link_inputs = loaded_libraries_;
     for (const std::string& flag : cell.rank_flags)
         (flag.rfind("-l", 0) == 0 || flag.find(".so") != std::string::npos || flag.rfind("-L", 0) == 0 ? link_inputs
-                                                                                                         : flags)
+                                                                                                       : flags)
             .push_back(flag);
     std::string source;
     try {
@@ -286,8 +285,9 @@ nl::json CppKernel::help(const std::string& name) {
     if (text.empty()) text = "nothing named " + name + " is declared in this session\n";
     nl::json bundle = {{"text/plain", text}};
     if (name.rfind("std::", 0) == 0)
-        bundle["text/html"] = "<pre>" + text + "</pre><p><a href=\"https://en.cppreference.com/mwiki/index.php?search=" +
-                              name + "\" target=\"_blank\">" + name + " on cppreference.com</a></p>";
+        bundle["text/html"] = "<pre>" + text +
+                              "</pre><p><a href=\"https://en.cppreference.com/mwiki/index.php?search=" + name +
+                              "\" target=\"_blank\">" + name + " on cppreference.com</a></p>";
     const nl::json page = {{"source", "page"}, {"data", bundle}, {"start", 0}};
     return xeus::create_successful_reply(nl::json::array({page}));
 }
@@ -319,7 +319,8 @@ nl::json CppKernel::reply_for(const Outcome& outcome) {
             return reply_error("Interrupted", "the cell was interrupted; the session goes on",
                                {"Interrupted: the cell was interrupted; what it defined before stays"});
         case Outcome::Kind::crashed:
-            return reply_error(outcome.exception_type, outcome.message, {outcome.exception_type + ": " + outcome.message});
+            return reply_error(outcome.exception_type, outcome.message,
+                               {outcome.exception_type + ": " + outcome.message});
     }
     return xeus::create_successful_reply();
 }
@@ -341,10 +342,8 @@ void CppKernel::display(const std::string& data, const std::string& metadata, co
     if (!display_id.empty()) transient["display_id"] = display_id;
     nl::json parsed_metadata = metadata.empty() ? nl::json::object() : nl::json::parse(metadata);
     std::lock_guard<std::mutex> lock(publish_lock_);
-    if (update)
-        update_display_data(nl::json::parse(data), std::move(parsed_metadata), std::move(transient));
-    else
-        display_data(nl::json::parse(data), std::move(parsed_metadata), std::move(transient));
+    if (update) update_display_data(nl::json::parse(data), std::move(parsed_metadata), std::move(transient));
+    else display_data(nl::json::parse(data), std::move(parsed_metadata), std::move(transient));
 }
 
 void CppKernel::set_result(const std::string& data) { result_ = data; }

@@ -92,8 +92,8 @@ Masked mask(const std::string& code) {
             i = end;
         } else if (c == '"' && starts_raw_string(code, i)) {
             const std::size_t open = code.find('(', i);
-            const std::string closing =
-                open == std::string::npos ? std::string() : ")" + code.substr(i + 1, open - i - 1) + "\"";
+            const std::string closing = open == std::string::npos ? std::string()
+                                                                  : ")" + code.substr(i + 1, open - i - 1) + "\"";
             const std::size_t end = open == std::string::npos ? std::string::npos : code.find(closing, open);
             out.open_literal = end == std::string::npos;
             const std::size_t stop = out.open_literal ? code.size() : end + closing.size();
@@ -154,7 +154,8 @@ bool opens_lambda_body(const std::string& text, std::size_t before) {
     if (text[open - 1] == ']') return true;
     if (text[open - 1] != '>') return false;  // a template lambda's parameters: []<class T>(T x)
     std::size_t angle = opening_bracket(text, open - 1, '<', '>');
-    while (angle != std::string::npos && angle > 0 && std::isspace(static_cast<unsigned char>(text[angle - 1]))) --angle;
+    while (angle != std::string::npos && angle > 0 && std::isspace(static_cast<unsigned char>(text[angle - 1])))
+        --angle;
     return angle != std::string::npos && angle > 0 && text[angle - 1] == ']';
 }
 
@@ -171,7 +172,7 @@ bool opens_block(const std::string& text, std::size_t at) {
     if (!is_identifier_char(previous)) return false;
     std::size_t word_start = 0;
     const std::string word = word_before(text, before, &word_start);
-    static const std::array<const char*, 9> block_words = {"else",    "do",    "try",      "namespace", "const",
+    static const std::array<const char*, 9> block_words = {"else",     "do",    "try",      "namespace", "const",
                                                            "noexcept", "final", "override", "mutable"};
     if (std::find(block_words.begin(), block_words.end(), word) != block_words.end()) return true;
     const std::string earlier = word_before(text, word_start);
@@ -184,10 +185,10 @@ bool starts_with_statement_keyword(const std::string& tail) {
     std::size_t end = 0;
     while (end < tail.size() && is_identifier_char(tail[end])) ++end;
     static const std::array<const char*, 34> keywords = {
-        "if",       "for",       "while",     "do",        "switch",        "return",    "break",
-        "continue", "goto",      "case",      "default",   "using",         "typedef",   "namespace",
-        "class",    "struct",    "union",     "enum",      "template",      "extern",    "static",
-        "inline",   "constexpr", "virtual",   "friend",    "public",        "private",   "protected",
+        "if",       "for",       "while",     "do",        "switch",        "return",      "break",
+        "continue", "goto",      "case",      "default",   "using",         "typedef",     "namespace",
+        "class",    "struct",    "union",     "enum",      "template",      "extern",      "static",
+        "inline",   "constexpr", "virtual",   "friend",    "public",        "private",     "protected",
         "try",      "auto",      "consteval", "constinit", "static_assert", "thread_local"};
     const std::string word = tail.substr(0, end);
     return std::find(keywords.begin(), keywords.end(), word) != keywords.end();
@@ -205,8 +206,9 @@ LeadingDirectives split_leading_directives(const std::string& code) {
     while (line_begin < code.size()) {
         std::size_t line_end = code.find('\n', line_begin);
         if (line_end == std::string::npos) line_end = code.size();
-        const auto directive = std::find_if(masked.directives.begin(), masked.directives.end(),
-                                            [&](const Masked::Range& d) { return d.begin >= line_begin && d.begin < line_end; });
+        const auto directive =
+            std::find_if(masked.directives.begin(), masked.directives.end(),
+                         [&](const Masked::Range& d) { return d.begin >= line_begin && d.begin < line_end; });
         if (directive != masked.directives.end()) {
             std::string words = code.substr(directive->begin + 1, directive->end - directive->begin - 1);
             words.erase(0, words.find_first_not_of(" \t"));
@@ -300,9 +302,9 @@ bool is_statement(const std::string& text, Span piece) {
     skip_space();
     if (i >= piece.end) return false;
     if (!is_identifier_char(text[i]) && text[i] != ':') return text[i] != '#';  // ++x, *p = 1, (void)f()
-    static const std::array<const char*, 14> statement_words = {
-        "for", "while", "do", "if", "else", "switch", "case", "default", "return", "throw", "try", "delete", "goto",
-        "break"};
+    static const std::array<const char*, 14> statement_words = {"for",    "while",  "do",      "if",     "else",
+                                                                "switch", "case",   "default", "return", "throw",
+                                                                "try",    "delete", "goto",    "break"};
     std::string word = read_word();
     if (std::find(statement_words.begin(), statement_words.end(), word) != statement_words.end()) return true;
     // A (qualified, templated) name: ns::name<args>::more...
@@ -330,7 +332,8 @@ bool is_statement(const std::string& text, Span piece) {
         }
         break;
     }
-    while (i < piece.end && (text[i] == '*' || text[i] == '&' || std::isspace(static_cast<unsigned char>(text[i])))) ++i;
+    while (i < piece.end && (text[i] == '*' || text[i] == '&' || std::isspace(static_cast<unsigned char>(text[i]))))
+        ++i;
     // A second name: a declaration (`Type name`), unless the first was a keyword-like type.
     return !(i < piece.end && is_identifier_char(text[i]));
 }
@@ -344,8 +347,7 @@ bool holds_lambda(const std::string& text, Span piece) {
         while (before > piece.begin && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
         if (before == piece.begin) return true;
         const char previous = text[before - 1];
-        if (!is_identifier_char(previous) && previous != ')' && previous != ']' && previous != '"' &&
-            previous != '\'')
+        if (!is_identifier_char(previous) && previous != ')' && previous != ']' && previous != '"' && previous != '\'')
             return true;
         if (is_identifier_char(previous) && word_before(text, before) == "return") return true;
     }
@@ -355,8 +357,8 @@ bool holds_lambda(const std::string& text, Span piece) {
 // The words a declaration starts with that keep it out of wrap_definitions: it names
 // something else (namespace, using), or it must stay where it is (extern, friend, ...).
 bool starts_with_unwrappable_word(const std::string& text, Span piece) {
-    static const std::array<const char*, 8> words = {"namespace", "extern",  "friend", "static_assert",
-                                                     "asm",       "export",  "module", "import"};
+    static const std::array<const char*, 8> words = {"namespace", "extern", "friend", "static_assert",
+                                                     "asm",       "export", "module", "import"};
     std::size_t i = piece.begin;
     auto next_word = [&] {
         while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -468,7 +470,9 @@ std::string wrap_definitions(const std::string& code, const std::string& opening
             if (const auto main_end = end_of_int_main(masked.text, piece)) mains.push_back(*main_end);
             // The run starts with the comments before its first definition: a comment
             // documents what follows it, not the namespace.
-            if (!run_open) runs.push_back({std::min(piece.begin, code.find_first_not_of(" \t\r\n", pieces.spans[p].begin)), piece.end});
+            if (!run_open)
+                runs.push_back({std::min(piece.begin, code.find_first_not_of(" \t\r\n", pieces.spans[p].begin)),
+                                piece.end});
             runs.back().end = piece.end;
             run_open = true;
         } else if (piece.begin != piece.end) {

@@ -36,7 +36,8 @@ const clang::NamespaceDecl* cell_namespace_of(const clang::Decl* decl) {
 }
 
 bool is_definition(const clang::Decl* decl) {
-    if (const auto* function = llvm::dyn_cast<clang::FunctionDecl>(decl)) return function->isThisDeclarationADefinition();
+    if (const auto* function = llvm::dyn_cast<clang::FunctionDecl>(decl))
+        return function->isThisDeclarationADefinition();
     if (const auto* tag = llvm::dyn_cast<clang::TagDecl>(decl)) return tag->isThisDeclarationADefinition();
     if (const auto* variable = llvm::dyn_cast<clang::VarDecl>(decl))
         return variable->isThisDeclarationADefinition() != clang::VarDecl::DeclarationOnly;
@@ -155,7 +156,8 @@ std::string global_linker_name(const std::string& mangled) {
 void bind_to_global_definition(clang::Sema& sema, clang::NamedDecl* decl) {
     auto* function = llvm::dyn_cast<clang::FunctionDecl>(decl);
     if (!function || function->isThisDeclarationADefinition() || function->hasAttr<clang::AsmLabelAttr>() ||
-        function->getTemplatedKind() != clang::FunctionDecl::TK_NonTemplate || llvm::isa<clang::CXXMethodDecl>(function))
+        function->getTemplatedKind() != clang::FunctionDecl::TK_NonTemplate ||
+        llvm::isa<clang::CXXMethodDecl>(function))
         return;
     clang::ASTContext& context = sema.getASTContext();
     const std::unique_ptr<clang::MangleContext> mangler(context.createMangleContext());
@@ -197,7 +199,9 @@ private:
     clang::CompilerInstance& compiler_;
 };
 
-std::string opening(unsigned number) { return "inline namespace " + std::string(namespace_prefix) + std::to_string(number) + " { "; }
+std::string opening(unsigned number) {
+    return "inline namespace " + std::string(namespace_prefix) + std::to_string(number) + " { ";
+}
 
 // The ';' before the pragma ends whatever came before (a function's body): the parser is
 // back at namespace scope when it reads the pragma.
@@ -212,8 +216,7 @@ bool is_caret_line(const std::string& line) {
 // Erases `[at, at + length)` of the quoted source `line` and, when `carets` marks that
 // line, the same columns of `carets` (those it has); when `position` is the diagnostic's
 // "file:line:column: " that quotes it, its column moves too.
-void erase_columns(std::string& line, std::string* carets, std::string* position, std::size_t at,
-                   std::size_t length) {
+void erase_columns(std::string& line, std::string* carets, std::string* position, std::size_t at, std::size_t length) {
     line.erase(at, length);
     if (carets && carets->size() > at) carets->erase(at, std::min(length, carets->size() - at));
     static const std::regex file_line_column(R"(^([^:\s]+:\d+:)(\d+)(: .*)$)");

@@ -27,7 +27,10 @@ namespace {
 
 std::vector<std::string> compiler_flags(int argc, char* argv[]) {
     std::vector<std::string> flags = {
-        "-std=c++17", "-xc++", "-resource-dir", MPIFY_KERNEL_RESOURCE_DIR,
+        "-std=c++17",
+        "-xc++",
+        "-resource-dir",
+        MPIFY_KERNEL_RESOURCE_DIR,
         "-D_GLIBCXX_USE_CXX11_ABI=1",                 // LibTorch's (Debian) ABI
         "-I/usr/include/torch/csrc/api/include",     // where <torch/torch.h> lives on Debian
     };

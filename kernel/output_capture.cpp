@@ -99,8 +99,8 @@ void OutputCapture::take(int fd, std::string& pending) {
 
 void OutputCapture::send_pending() {
     std::lock_guard<std::mutex> lock(publish_lock_);
-    for (auto [pending, held, stream] : {std::tuple{&pending_out_, &held_out_, "stdout"},
-                                         std::tuple{&pending_err_, &held_err_, "stderr"}}) {
+    for (auto [pending, held, stream] :
+         {std::tuple{&pending_out_, &held_out_, "stdout"}, std::tuple{&pending_err_, &held_err_, "stderr"}}) {
         if (pending->empty()) continue;
         if (in_cell_) {
             publish_(stream, *pending);

@@ -59,9 +59,9 @@ private:
 
     static bool compiled_into_library(const clang::FunctionDecl* function) {
         return function->doesThisDeclarationHaveABody() && !function->isInlined() && !function->isConstexpr() &&
-               function->getTemplatedKind() == clang::FunctionDecl::TK_NonTemplate &&
-               function->isExternallyVisible() && !function->getReturnType()->getContainedDeducedType() &&
-               !function->isDeleted() && !function->isDefaulted();
+               function->getTemplatedKind() == clang::FunctionDecl::TK_NonTemplate && function->isExternallyVisible() &&
+               !function->getReturnType()->getContainedDeducedType() && !function->isDeleted() &&
+               !function->isDefaulted();
     }
 
     void visit_function(clang::FunctionDecl* function) {

@@ -60,7 +60,7 @@ bool safe_to_leave(std::uintptr_t pc) {
     if (::dladdr(reinterpret_cast<void*>(pc), &info) == 0) return true;
     if (info.dli_sname == nullptr || pc - reinterpret_cast<std::uintptr_t>(info.dli_saddr) > 1024) return false;
     static const std::array<const char*, 14> sleeping = {
-        "nanosleep", "clock_nanosleep", "__nanosleep", "usleep", "sleep",       "pause",      "poll",
+        "nanosleep", "clock_nanosleep", "__nanosleep", "usleep", "sleep",      "pause",      "poll",
         "ppoll",     "select",          "pselect",     "read",   "epoll_wait", "sigsuspend", "sigtimedwait"};
     for (const char* name : sleeping)
         if (std::strcmp(info.dli_sname, name) == 0) return true;
@@ -130,7 +130,7 @@ void sample_until_left() {
 }
 
 void install(int signal, void (*handler)(int, siginfo_t*, void*), int flags) {
-    struct sigaction action {};
+    struct sigaction action{};
     action.sa_sigaction = handler;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_SIGINFO | flags;
@@ -198,7 +198,7 @@ GuardedEnd run_guarded(const std::function<void()>& code) {
         Dl_info info{};
         const auto pc = reinterpret_cast<void*>(caught_at.exchange(0));
         end.where = ::dladdr(pc, &info) != 0 && info.dli_fname != nullptr ? std::string("in ") + info.dli_fname
-                                                                           : "in code compiled from the cells";
+                                                                          : "in code compiled from the cells";
         if (info.dli_sname != nullptr) end.where += std::string(" (") + info.dli_sname + ")";
         // SA_NODEFER above: the jump left the handler without unblocking anything.
     }

@@ -264,14 +264,15 @@ std::string torchrun_variables() {
     auto number = [&](const char* name) { return get(name).empty() ? -1 : std::stoi(get(name)); };
     // Each rank checks its own: torchrun's names agree with the group it is in.
     const bool consistent = number("RANK") == mpify::ddp::rank() && number("WORLD_SIZE") == mpify::ddp::world_size() &&
-                            number("GROUP_RANK") * number("LOCAL_WORLD_SIZE") + number("LOCAL_RANK") == number("RANK") &&
+                            number("GROUP_RANK") * number("LOCAL_WORLD_SIZE") + number("LOCAL_RANK") ==
+                                number("RANK") &&
                             !get("MASTER_ADDR").empty() && number("MASTER_PORT") > 0;
     at::Tensor count = torch::tensor(static_cast<std::int64_t>(consistent));
     mpify::ddp::all_reduce(count);
     std::string text = std::to_string(count.item<std::int64_t>()) + " of " + std::to_string(mpify::ddp::world_size()) +
                        " ranks consistent; rank 0:";
-    for (const char* name : {"RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                             "MASTER_PORT"})
+    for (const char* name :
+         {"RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
         text += std::string(" ") + name + "=" + get(name);
     return text;
 }

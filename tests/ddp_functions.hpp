@@ -24,7 +24,9 @@ struct TrainSpec {
     int micro_batches = 1;     ///< >1: gradient accumulation under no_sync()
     std::int64_t bucket_bytes = 25 << 20;
     template <class Archive>
-    void serialize(Archive& ar, const unsigned int) { ar & steps & micro_batches & bucket_bytes; }
+    void serialize(Archive& ar, const unsigned int) {
+        ar & steps & micro_batches & bucket_bytes;
+    }
 };
 
 /// What a DDP training run reports from rank 0.
@@ -33,7 +35,9 @@ struct TrainResult {
     std::int64_t buckets = 0;
     std::int64_t sent_during_backward = 0;
     template <class Archive>
-    void serialize(Archive& ar, const unsigned int) { ar & parameters & buckets & sent_during_backward; }
+    void serialize(Archive& ar, const unsigned int) {
+        ar & parameters & buckets & sent_during_backward;
+    }
 };
 
 /// Plain SGD on the whole batch in this process: the reference.

@@ -45,16 +45,14 @@ TEST_CASE("n ranks with batch B/n train to the same parameters as one process wi
     check_parameters_match(result.parameters, ddp_test::train_mlp_single(spec));
 
     spec.bucket_bytes = 25 << 20;  // one bucket: everything at the end of backward
-    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters,
-                           ddp_test::train_mlp_single(spec));
+    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters, ddp_test::train_mlp_single(spec));
 }
 
 TEST_CASE("gradient accumulation under no_sync matches one process with the whole batch", "[ddp][model]") {
     ddp_test::TrainSpec spec;
     spec.micro_batches = 2;
     spec.bucket_bytes = 128;
-    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters,
-                           ddp_test::train_mlp_single(spec));
+    check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters, ddp_test::train_mlp_single(spec));
 }
 
 TEST_CASE("parameters without a gradient on some or all ranks neither hang nor diverge", "[ddp][model]") {
@@ -111,8 +109,8 @@ TEST_CASE("a rank that throws mid-training is the error the caller gets", "[ddp]
     }
     CHECK(mpify_test::has_no_children());
     // The caller's own rank is the cause: its exception comes back as it was thrown.
-    CHECK_THROWS_MATCHES(mpify::in_ddp(options, mpify_test::quiet(), 3, ddp_test::fail_mid_training, 0), std::runtime_error,
-                         Catch::Message("diverged at step 3 on rank 0"));
+    CHECK_THROWS_MATCHES(mpify::in_ddp(options, mpify_test::quiet(), 3, ddp_test::fail_mid_training, 0),
+                         std::runtime_error, Catch::Message("diverged at step 3 on rank 0"));
     CHECK(mpify_test::has_no_children());
 }
 
@@ -216,8 +214,8 @@ TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][re
 }
 
 TEST_CASE("with MPIFY_DEBUG every rank says when it reached each round of forming its group", "[ddp][once]") {
-    mpify_test::Subprocess caller("/bin/sh", {"-c", std::string("MPIFY_DEBUG=1 exec ") + MPIFY_TEST_DDP_CALLER +
-                                                        " 2 0 2 0 2>&1"});
+    mpify_test::Subprocess caller("/bin/sh",
+                                  {"-c", std::string("MPIFY_DEBUG=1 exec ") + MPIFY_TEST_DDP_CALLER + " 2 0 2 0 2>&1"});
     const std::string out = caller.read_all();
     CHECK_THAT(out, Contains("allreduce = 1"));
     CHECK_THAT(out, Contains("mpify debug: rank 0: every rank joined and opened the shared memory after "));
@@ -282,8 +280,7 @@ TEST_CASE("each rank's shard is disjoint and equal in size and set_epoch reshuff
     CHECK(sampler.indices() == epoch3);
 }
 
-TEST_CASE("in_ddp with ranks on other machines trains to the same parameters as one process",
-          "[ddp][remote][once]") {
+TEST_CASE("in_ddp with ranks on other machines trains to the same parameters as one process", "[ddp][remote][once]") {
     // The "other machines" are this one through the command launcher "%C" (remote_test.cpp
     // says what that covers); their ranks meet the caller's at a store behind a secret.
     mpify::Options remote;

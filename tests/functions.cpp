@@ -68,8 +68,7 @@ std::size_t byte_count(const std::string& blob) { return blob.size(); }
 MPIFY_REGISTER(byte_count);
 
 int throw_on(int rank) {
-    if (mpify::local_rank() == rank)
-        throw std::invalid_argument("bad value on rank " + std::to_string(rank));
+    if (mpify::local_rank() == rank) throw std::invalid_argument("bad value on rank " + std::to_string(rank));
     return rank;
 }
 MPIFY_REGISTER(throw_on);

@@ -41,29 +41,29 @@ struct TestContext {
 
 }  // namespace mpify_test
 
-#define MPIFY_TEST_DECLARE_FUNCTIONS                                                     \
-    mpify_test::Report report();                                                         \
-    mpify_test::Report report_args(std::string a, int b, const std::string& c);          \
-    int add(int a, int b);                                                               \
-    void noop();                                                                         \
-    void touch(std::string dir);                                                         \
-    std::string echo_string(std::string s);                                              \
-    std::vector<double> echo_doubles(std::vector<double> v);                             \
-    mpify_test::Nested echo_nested(mpify_test::Nested v);                                \
-    mpify_test::Mixed echo_mixed(mpify_test::Mixed v);                                   \
-    std::size_t byte_count(const std::string& blob);                                     \
-    int throw_on(int rank);                                                              \
-    int throw_int_on(int rank);                                                          \
-    int crash_on(int rank, std::string how);                                             \
-    int hang_on_workers(int printed_marker);                                             \
-    int wait_for_interrupt(int max_seconds);                                             \
-    int fail_or_hang(int failing_rank);                                                  \
-    int root_cause_then_peer(std::string fifo);                                          \
-    void print_lines(int count);                                                         \
-    bool context_active();                                                               \
-    std::string env_of(std::string name);                                                \
-    int nested_ranch();                                                                  \
-    int fail_before_restart(int failing_rank, int failed_attempts, std::string how);     \
+#define MPIFY_TEST_DECLARE_FUNCTIONS                                                 \
+    mpify_test::Report report();                                                     \
+    mpify_test::Report report_args(std::string a, int b, const std::string& c);      \
+    int add(int a, int b);                                                           \
+    void noop();                                                                     \
+    void touch(std::string dir);                                                     \
+    std::string echo_string(std::string s);                                          \
+    std::vector<double> echo_doubles(std::vector<double> v);                         \
+    mpify_test::Nested echo_nested(mpify_test::Nested v);                            \
+    mpify_test::Mixed echo_mixed(mpify_test::Mixed v);                               \
+    std::size_t byte_count(const std::string& blob);                                 \
+    int throw_on(int rank);                                                          \
+    int throw_int_on(int rank);                                                      \
+    int crash_on(int rank, std::string how);                                         \
+    int hang_on_workers(int printed_marker);                                         \
+    int wait_for_interrupt(int max_seconds);                                         \
+    int fail_or_hang(int failing_rank);                                              \
+    int root_cause_then_peer(std::string fifo);                                      \
+    void print_lines(int count);                                                     \
+    bool context_active();                                                           \
+    std::string env_of(std::string name);                                            \
+    int nested_ranch();                                                              \
+    int fail_before_restart(int failing_rank, int failed_attempts, std::string how); \
     int fail_then_wait_for_interrupt(int max_seconds);
 
 namespace in_program {

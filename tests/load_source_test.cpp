@@ -58,9 +58,10 @@ TEST_CASE("a file edited and loaded again runs its new code in every rank, three
     for (int version = 1; version <= 3; ++version) {
         INFO("version " << version);
         write(source, "#include <mpify/mpify.hpp>\n"
-                      "int load_source_edited(int x) { return " + std::to_string(version * 100) +
+                      "int load_source_edited(int x) { return " +
+                          std::to_string(version * 100) +
                           " + x + mpify::local_rank(); }\n"
-                      "MPIFY_REGISTER(load_source_edited);\n");
+                          "MPIFY_REGISTER(load_source_edited);\n");
         const std::string library = mpify::load_source(source.string(), options);
         void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
         REQUIRE(handle != nullptr);
@@ -99,7 +100,8 @@ TEST_CASE("load_source from several threads at once loads the library or says wh
     // Only the library, its fingerprint and the mark of its clean start are left: no
     // partial file or log of a thread.
     std::size_t files = 0;
-    for (const auto& entry : fs::directory_iterator(dir.path() + "/cache/load_source")) files += entry.is_regular_file();
+    for (const auto& entry : fs::directory_iterator(dir.path() + "/cache/load_source"))
+        files += entry.is_regular_file();
     CHECK(files == 3);
 }
 

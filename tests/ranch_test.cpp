@@ -54,8 +54,7 @@ void check_reports(const std::vector<Report>& reports, int n, std::optional<int>
 
 }  // namespace
 
-TEST_CASE("every rank reports its rank world size and pid for each n caller rank and args",
-          "[ranch]") {
+TEST_CASE("every rank reports its rank world size and pid for each n caller rank and args", "[ranch]") {
 #ifdef MPIFY_TEST_SANITIZED
     // Arguments or none in turn, not both for each (n, caller rank): each n still meets
     // both. The calls are what costs, and an exec'd worker loads LibTorch in 2 s here.
@@ -73,8 +72,7 @@ TEST_CASE("every rank reports its rank world size and pid for each n caller rank
                 for (bool with_args : {false, true}) {
                     if (!both_for_each && with_args != turn) continue;
                     INFO(host.name << ", n=" << n << ", caller_rank="
-                                   << (caller_rank ? std::to_string(*caller_rank) : "none")
-                                   << ", args=" << with_args);
+                                   << (caller_rank ? std::to_string(*caller_rank) : "none") << ", args=" << with_args);
                     mpify::Options options;
                     options.caller_rank = caller_rank;
                     const std::vector<Report> reports =

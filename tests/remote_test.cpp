@@ -129,9 +129,9 @@ TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is l
     // (seconds under a sanitizer), and 2 s more.
     const auto call_began = std::chrono::steady_clock::now();
     REQUIRE(mpify::ranch(options, 2, in_library::add, 1, 2).size() == 2);
-    options.timeout = 2 * std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                                call_began) +
-                      std::chrono::milliseconds(2000);
+    options.timeout =
+        2 * std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - call_began) +
+        std::chrono::milliseconds(2000);
     options.on_output = [printed](int, mpify::Stream, const std::string& line) { printed->take(line); };
     const auto started = std::chrono::steady_clock::now();
     try {
@@ -219,15 +219,15 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
     mpify::Options options;
     options.placement = mpify::Placement::slurm(2);
     CHECK_THROWS_WITH(mpify::ranch(options, 4, in_library::add, 1, 2),
-                      Catch::Contains("this process is in none") && Catch::Contains("salloc --nodes=2 --ntasks-per-node=2"));
+                      Catch::Contains("this process is in none") &&
+                          Catch::Contains("salloc --nodes=2 --ntasks-per-node=2"));
     options.placement = mpify::Placement::slurm(1, "12; rm -rf /");
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("is not a Slurm job id"));
     if (!saved.empty()) ::setenv("SLURM_JOB_ID", saved.c_str(), 1);
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("strangers on the caller's port during a call are refused and the results do not change",
-          "[remote][once]") {
+TEST_CASE("strangers on the caller's port during a call are refused and the results do not change", "[remote][once]") {
     // Before each agent connects, its launcher has strangers knock: silent, garbage, a
     // proof under another secret, a byte a second (tests/helpers/agent_impostor.py).
     mpify::Options options = on_this_host(2, 1);
@@ -237,11 +237,10 @@ TEST_CASE("strangers on the caller's port during a call are refused and the resu
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("an agent whose mpify was built with another LibTorch is an error naming both versions",
-          "[remote][once]") {
+TEST_CASE("an agent whose mpify was built with another LibTorch is an error naming both versions", "[remote][once]") {
     mpify::Options options = on_this_host(1, 1);
-    options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " torch " +
-                                MPIFY_VERSION_STRING + " %C";
+    options.placement.command =
+        "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " torch " + MPIFY_VERSION_STRING + " %C";
     try {
         mpify::ranch(options, 2, in_library::add, 1, 2);
         FAIL("ranch returned");
@@ -260,8 +259,9 @@ TEST_CASE("an agent of another mpify version is an error naming both versions", 
         mpify::ranch(options, 2, in_library::add, 1, 2);
         FAIL("ranch returned");
     } catch (const mpify::SpawnError& e) {
-        CHECK_THAT(e.what(), Catch::Contains("the agent on impostor-host runs mpify 0.0.0-impostor, this caller mpify " +
-                                             std::string(MPIFY_VERSION_STRING)));
+        CHECK_THAT(e.what(),
+                   Catch::Contains("the agent on impostor-host runs mpify 0.0.0-impostor, this caller mpify " +
+                                   std::string(MPIFY_VERSION_STRING)));
     }
     CHECK(mpify_test::has_no_children());
 }

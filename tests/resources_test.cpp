@@ -13,10 +13,8 @@ TEST_CASE("30 ranch calls in a row leave fds children and memory as they were", 
     const int fds_before = mpify_test::open_fd_count();
     const long rss_before = mpify_test::rss_kib();
     for (int i = 0; i < 30; ++i) {
-        if (i % 2 == 0)
-            mpify::ranch(2, in_program::noop);
-        else
-            mpify::ranch(2, in_library::noop);
+        if (i % 2 == 0) mpify::ranch(2, in_program::noop);
+        else mpify::ranch(2, in_library::noop);
     }
     CHECK(mpify_test::open_fd_count() == fds_before);
     CHECK(mpify_test::has_no_children());
@@ -44,8 +42,7 @@ TEST_CASE("failed calls leak no fds or children either", "[resources][failure]")
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("workers and the warm template die within a second when their caller is killed with SIGKILL",
-          "[resources]") {
+TEST_CASE("workers and the warm template die within a second when their caller is killed with SIGKILL", "[resources]") {
     mpify_test::Subprocess caller(MPIFY_TEST_ORPHAN_CALLER, {});
     std::vector<pid_t> workers;
     for (int i = 0; i < 3; ++i) {

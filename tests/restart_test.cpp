@@ -48,8 +48,8 @@ TEST_CASE("a worker killed on the first attempt: the call restarts and every ran
     for (auto fn : {in_program::fail_before_restart, in_library::fail_before_restart}) {
         CapturedStderr err;
         CHECK(mpify::ranch(restarting(2), 3, fn, 1, 1, std::string("kill")) == std::vector<int>{10, 11, 12});
-        CHECK_THAT(err.text(), Contains("mpify: rank 1 was killed by SIGKILL") &&
-                                   Contains("restart 1 of 2 on 3 ranks"));
+        CHECK_THAT(err.text(),
+                   Contains("mpify: rank 1 was killed by SIGKILL") && Contains("restart 1 of 2 on 3 ranks"));
         CHECK(mpify_test::has_no_children());
     }
 }
@@ -96,8 +96,7 @@ TEST_CASE("the caller's rank failing every attempt is listed each time, its last
 }
 
 TEST_CASE("without restarts a failure is reported as before, from attempt 0", "[restart]") {
-    REQUIRE_THROWS_AS(mpify::ranch(mpify_test::quiet(), 2, in_library::fail_before_restart, 0, 1,
-                                   std::string("throw")),
+    REQUIRE_THROWS_AS(mpify::ranch(mpify_test::quiet(), 2, in_library::fail_before_restart, 0, 1, std::string("throw")),
                       std::runtime_error);
     try {
         mpify::ranch(mpify_test::quiet(), 2, in_library::fail_before_restart, 1, 1, std::string("throw"));

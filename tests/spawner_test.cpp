@@ -26,9 +26,7 @@ mpify::Options from_template() {
     return options;
 }
 
-std::vector<pid_t> live_templates() {
-    return mpify_test::warm_templates_of(::getpid());
-}
+std::vector<pid_t> live_templates() { return mpify_test::warm_templates_of(::getpid()); }
 
 // Copies `from` over `to` as a linker does: a new file renamed into place.
 void replace_file(const std::string& from, const std::string& to) {
@@ -142,8 +140,7 @@ TEST_CASE("a function whose type changed in a rebuilt library is refused, with b
     CHECK(mpify_test::has_no_children());
 }
 
-TEST_CASE("a template that a library gave a thread falls back to exec and says why",
-          "[template][own_process]") {
+TEST_CASE("a template that a library gave a thread falls back to exec and says why", "[template][own_process]") {
     auto* answer = function_in<int()>(MPIFY_TEST_THREAD_AT_LOAD, "mpify_test_answer_despite_a_thread");
     StderrCapture captured;
     CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});

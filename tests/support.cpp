@@ -73,8 +73,7 @@ bool is_warm_template(pid_t pid) {
 
 std::vector<pid_t> warm_templates_of(pid_t parent) {
     std::vector<pid_t> found = children(parent);
-    found.erase(std::remove_if(found.begin(), found.end(), [](pid_t p) { return !is_warm_template(p); }),
-                found.end());
+    found.erase(std::remove_if(found.begin(), found.end(), [](pid_t p) { return !is_warm_template(p); }), found.end());
     return found;
 }
 

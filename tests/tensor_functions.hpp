@@ -22,7 +22,7 @@ struct WorkerFacts {
     bool result_correct = false;
     template <class Archive>
     void serialize(Archive& ar, unsigned) {
-        ar& pid& threads_at_entry& threads_after& result_correct;
+        ar & pid & threads_at_entry & threads_after & result_correct;
     }
 };
 WorkerFacts worker_facts(int pool_size);
@@ -39,7 +39,7 @@ struct ArgumentUse {
     std::int64_t sum_after_write = 0;  ///< t's sum after the rank added its rank to it in place
     template <class Archive>
     void serialize(Archive& ar, unsigned) {
-        ar& mapping& sum_after_write;
+        ar & mapping & sum_after_write;
     }
 };
 /// Looks up where `t`'s elements lie, then adds the rank to them in place.

@@ -141,7 +141,8 @@ TEST_CASE("tensors with LibTorch's lazy flags arrive with the values they stand 
     CHECK(at::equal(mpify::ranch(one_worker(), 1, in_library::echo_tensor, zero).front(), at::zeros({3})));
     for (const char* flag : {"conj", "neg", "zero"}) {
         INFO("returned with " << flag);
-        const at::Tensor back = mpify::ranch(one_worker(), 1, in_library::lazy_view, complex, std::string(flag)).front();
+        const at::Tensor back =
+            mpify::ranch(one_worker(), 1, in_library::lazy_view, complex, std::string(flag)).front();
         const at::Tensor expected = std::string(flag) == "conj"  ? complex.conj().resolve_conj()
                                     : std::string(flag) == "neg" ? at::imag(complex.conj()).resolve_neg()
                                                                  : at::zeros(complex.sizes(), complex.options());

@@ -25,8 +25,7 @@ TEST_CASE("n below 1 is a usage error", "[usage]") {
 TEST_CASE("a caller rank outside 0..n-1 is a usage error", "[usage]") {
     mpify::Options options;
     options.caller_rank = 3;
-    REQUIRE_THROWS_WITH(mpify::ranch(options, 3, in_program::add, 1, 2),
-                        Contains("caller_rank is 3, outside [0, 3)"));
+    REQUIRE_THROWS_WITH(mpify::ranch(options, 3, in_program::add, 1, 2), Contains("caller_rank is 3, outside [0, 3)"));
     options.caller_rank = -1;
     REQUIRE_THROWS_AS(mpify::ranch(options, 3, in_program::add, 1, 2), mpify::UsageError);
     CHECK(mpify_test::has_no_children());

@@ -68,10 +68,9 @@ Result train(Config config) {
     const double mean_rating = data.train.targets.mean().item<double>();
     LearnerOptions options;
     options.weight_decay = config.weight_decay;
-    Learner learn({data.train, data.valid, config.batch_size, config.seed},
-                  std::make_shared<DotProductBias>(config, mean_rating),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {rmse()},
-                  options);
+    Learner learn(
+        {data.train, data.valid, config.batch_size, config.seed}, std::make_shared<DotProductBias>(config, mean_rating),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {rmse()}, options);
     if (!config.csv.empty()) learn.add_callback(std::make_shared<CsvLogger>(config.csv));
 
     Result result;

@@ -30,8 +30,8 @@ struct Config {
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & users & items & ratings & hidden_factors & noise & factors & epochs & max_lr & weight_decay &
-            batch_size & seed & csv;
+        ar & users & items & ratings & hidden_factors & noise & factors & epochs & max_lr & weight_decay & batch_size &
+            seed & csv;
     }
 };
 

@@ -25,6 +25,6 @@ int main(int argc, char** argv) {
                     static_cast<long long>(p.item), p.rating, p.predicted);
     std::printf("\nnoise floor (RMSE of the truth itself): %.4f; always predicting the mean: %.4f\n",
                 together.noise_floor, together.mean_baseline);
-    return report(alone ? &alone->history : nullptr, together.history, "rmse", collab::target_rmse_over_floor * together.noise_floor,
-                  Goal::at_most);
+    return report(alone ? &alone->history : nullptr, together.history, "rmse",
+                  collab::target_rmse_over_floor * together.noise_floor, Goal::at_most);
 }

@@ -14,8 +14,7 @@ namespace {
 // An IDX file: big-endian magic (0x0801 labels, 0x0803 images), dimensions, bytes.
 std::vector<std::uint8_t> read_idx(const std::string& path, std::uint32_t magic, std::vector<std::int64_t>& dims) {
     std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-    if (!file)
-        throw std::runtime_error("cannot open " + path + " (install the Debian package dataset-fashion-mnist)");
+    if (!file) throw std::runtime_error("cannot open " + path + " (install the Debian package dataset-fashion-mnist)");
     auto read_u32 = [&] {
         std::array<unsigned char, 4> b{};
         if (gzread(file.get(), b.data(), 4) != 4) throw std::runtime_error(path + ": truncated header");

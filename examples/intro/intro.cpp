@@ -16,13 +16,14 @@ Result train(Config config) {
     torch::manual_seed(config.seed);
     ImageSet train_set = load_fashion_mnist(true);
     ImageSet test_set = load_fashion_mnist(false);
-    DataLoaders data{{train_set.images, train_set.labels}, {test_set.images, test_set.labels}, config.batch_size,
-                     config.seed};
+    DataLoaders data{
+        {train_set.images, train_set.labels}, {test_set.images, test_set.labels}, config.batch_size, config.seed};
     LearnerOptions options;
     options.checkpoint_dir = config.checkpoint_dir;
-    Learner learn(data, std::make_shared<Cnn>(),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); },
-                  {accuracy()}, options);
+    Learner learn(
+        data, std::make_shared<Cnn>(),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); }, {accuracy()},
+        options);
     if (!config.csv.empty()) learn.add_callback(std::make_shared<CsvLogger>(config.csv));
     if (config.kill_rank >= 0)
         learn.add_callback(std::make_shared<KillRankOnce>(config.kill_rank, config.kill_epoch, config.kill_batch));
@@ -40,7 +41,8 @@ Result train(Config config) {
     }
     for (std::int64_t i = 0; i < 12; ++i)
         result.batch.push_back({image_from_tensor(train_set.images[i]),
-                                class_names.at(static_cast<std::size_t>(train_set.labels[i].item<std::int64_t>())), ""});
+                                class_names.at(static_cast<std::size_t>(train_set.labels[i].item<std::int64_t>())),
+                                ""});
     return result;
 }
 

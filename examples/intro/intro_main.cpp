@@ -33,5 +33,6 @@ int main(int argc, char** argv) {
     for (const intro::Prediction& p : together.predictions)
         std::printf("  %-12s predicted %-12s (%.2f)\n", intro::class_names.at(p.label).c_str(),
                     intro::class_names.at(p.predicted).c_str(), p.confidence);
-    return report(alone ? &alone->history : nullptr, together.history, "accuracy", intro::target_accuracy, Goal::at_least);
+    return report(alone ? &alone->history : nullptr, together.history, "accuracy", intro::target_accuracy,
+                  Goal::at_least);
 }

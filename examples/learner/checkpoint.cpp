@@ -97,7 +97,8 @@ std::string optimizer_kind(const torch::optim::Optimizer& optimizer) { return c1
 // Reads a value the header or position must have.
 c10::IValue required(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
     c10::IValue value;
-    if (!archive.try_read(key, value)) throw bad_file(path, "it has no '" + key + "': it is damaged, or not a checkpoint");
+    if (!archive.try_read(key, value))
+        throw bad_file(path, "it has no '" + key + "': it is damaged, or not a checkpoint");
     return value;
 }
 
@@ -111,8 +112,9 @@ torch::serialize::InputArchive open_and_load_model(const std::string& path, cons
     } catch (const std::exception& e) {
         const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
         const std::string reason = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
-        throw bad_file(path, (bytes.empty() ? "the file is empty" : "it is not a LibTorch archive, or it is truncated "
-                                                                    "or damaged") +
+        throw bad_file(path, (bytes.empty() ? "the file is empty"
+                                            : "it is not a LibTorch archive, or it is truncated "
+                                              "or damaged") +
                                  std::string(" (") + reason.substr(0, reason.find('\n')) + ")");
     }
     c10::IValue format;
@@ -198,8 +200,10 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
     if (optimizer != nullptr && loaded.has_optimizer) {
         if (kind.toStringRef() != optimizer_kind(*optimizer))
-            throw bad_file(path, "it holds the state of a " + kind.toStringRef() + " optimizer, and this Learner "
-                                 "trains with " + optimizer_kind(*optimizer));
+            throw bad_file(path, "it holds the state of a " + kind.toStringRef() +
+                                     " optimizer, and this Learner "
+                                     "trains with " +
+                                     optimizer_kind(*optimizer));
         torch::serialize::InputArchive state;
         archive.read("optimizer", state);
         try {

@@ -16,12 +16,11 @@ namespace {
 namespace fs = std::filesystem;
 
 std::runtime_error write_error(const fs::path& folder, const std::string& what, int error) {
-    return std::runtime_error("cannot write checkpoints in " + folder.string() + ": " + what + ": " +
-                              std::strerror(error) +
-                              (error == ENOSPC ? " (the disk is full: free space or choose another folder)"
-                                               : error == EROFS || error == EACCES || error == EPERM
-                                                   ? " (choose a folder this user can write)"
-                                                   : ""));
+    return std::runtime_error(
+        "cannot write checkpoints in " + folder.string() + ": " + what + ": " + std::strerror(error) +
+        (error == ENOSPC ? " (the disk is full: free space or choose another folder)"
+         : error == EROFS || error == EACCES || error == EPERM ? " (choose a folder this user can write)"
+                                                               : ""));
 }
 
 // Writes all of `bytes` to `fd` and flushes them to disk; false with errno set on failure.

@@ -29,9 +29,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -140,8 +138,8 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         apply(*optimizer_, lr, momentum);
         const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
         optimizer_->zero_grad();
-        const at::Tensor loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
-                                      data_.train.targets.index_select(0, rows));
+        const at::Tensor loss =
+            loss_(forward_train(data_.train.inputs.index_select(0, rows)), data_.train.targets.index_select(0, rows));
         loss.backward();
         optimizer_->step();
         const double value = loss.item<double>();
@@ -311,7 +309,8 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     };
     if (was.schedule != start.schedule || was.epochs != start.epochs || was.lr != start.lr)
         throw std::runtime_error("checkpoint " + path + " belongs to " + describe(was) + ", not to this " +
-                                 describe(start) + ": run that fit to resume it, or delete the file (or choose "
+                                 describe(start) +
+                                 ": run that fit to resume it, or delete the file (or choose "
                                  "another checkpoint_dir) to start afresh");
     history = loaded.history;
     history.world_size = world_size_;
@@ -321,8 +320,9 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     std::ostringstream note;
     note << "Learner: " << path << ": ";
     if (was.epoch >= start.epochs) {
-        if (rank_ == 0) std::cout << note.str() << "this fit is done (" << was.epochs << " epochs); nothing to "
-                                  << "train. Delete the file to train again." << std::endl;
+        if (rank_ == 0)
+            std::cout << note.str() << "this fit is done (" << was.epochs << " epochs); nothing to "
+                      << "train. Delete the file to train again." << std::endl;
         history_ = history;
         position_ = was;
         return false;

@@ -56,7 +56,8 @@ std::vector<int> label_set(const at::Tensor& row) {
 // "Bag + Coat": the class names of a label set.
 std::string names_of(const std::vector<int>& labels) {
     std::string text;
-    for (int label : labels) text += (text.empty() ? "" : " + ") + intro::class_names.at(static_cast<std::size_t>(label));
+    for (int label : labels)
+        text += (text.empty() ? "" : " + ") + intro::class_names.at(static_cast<std::size_t>(label));
     return text.empty() ? "(nothing)" : text;
 }
 
@@ -82,7 +83,8 @@ Result train(Config config) {
                                   names_of(result.predictions.back().predicted)});
     }
     for (std::int64_t i = 0; i < 12; ++i)
-        result.batch.push_back({image_from_tensor(train_pairs.inputs[i]), names_of(label_set(train_pairs.targets[i].gt(0.5))), ""});
+        result.batch.push_back({image_from_tensor(train_pairs.inputs[i]),
+                                names_of(label_set(train_pairs.targets[i].gt(0.5))), ""});
     return result;
 }
 

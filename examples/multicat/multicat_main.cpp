@@ -33,5 +33,6 @@ int main(int argc, char** argv) {
     std::printf("\ntest pairs, first ones:\n");
     for (const multicat::Prediction& p : together.predictions)
         std::printf("  %-28s predicted %s\n", names(p.labels).c_str(), names(p.predicted).c_str());
-    return report(alone ? &alone->history : nullptr, together.history, "accuracy_multi", multicat::target_accuracy_multi, Goal::at_least);
+    return report(alone ? &alone->history : nullptr, together.history, "accuracy_multi",
+                  multicat::target_accuracy_multi, Goal::at_least);
 }

@@ -44,9 +44,10 @@ struct LineLearner {
         options.max_batches = 0;
         options.checkpoint_dir = dir.empty() ? "" : dir.string();
         options.checkpoint_every = every;
-        learn = std::make_unique<Learner>(DataLoaders{line(256, 1), line(64, 2), 32, 7}, model,
-                                          [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); },
-                                          std::vector<Metric>{rmse()}, options);
+        learn = std::make_unique<Learner>(
+            DataLoaders{line(256, 1), line(64, 2), 32, 7}, model,
+            [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); },
+            std::vector<Metric>{rmse()}, options);
     }
     std::shared_ptr<torch::nn::SequentialImpl> model;
     std::unique_ptr<Learner> learn;
@@ -181,7 +182,8 @@ TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming 
 
     const std::string foreign = (dir / "tensor.pt").string();
     torch::save(torch::ones({3}), foreign);
-    CHECK_THROWS_WITH(trained.learn->load(foreign), Contains(foreign) && Contains("not one the examples' Learner wrote"));
+    CHECK_THROWS_WITH(trained.learn->load(foreign),
+                      Contains(foreign) && Contains("not one the examples' Learner wrote"));
 
     const std::string newer = (dir / "newer.pt").string();
     torch::serialize::OutputArchive archive;

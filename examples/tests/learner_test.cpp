@@ -79,9 +79,9 @@ TEST_CASE("a Learner fits a line, records every epoch and writes them as CSV", "
     const std::filesystem::path csv = std::filesystem::temp_directory_path() / "mpify_learner_test.csv";
     LearnerOptions options;
     options.max_batches = 0;
-    Learner learn({line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {rmse()},
-                  options);
+    Learner learn(
+        {line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {rmse()}, options);
     learn.add_callback(std::make_shared<CsvLogger>(csv.string()));
     const History h = learn.fit_one_cycle(8, 0.3);
 
@@ -103,8 +103,9 @@ TEST_CASE("a Learner fits a line, records every epoch and writes them as CSV", "
 TEST_CASE("max_batches caps the batches of every epoch", "[learner]") {
     LearnerOptions options;
     options.max_batches = 3;
-    Learner learn({line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
+    Learner learn(
+        {line(512, 1), line(128, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
     const History h = learn.fit(2, 0.01);
     REQUIRE(h.epochs.size() == 2);
     CHECK(h.epochs.back().batches == 3);

@@ -90,9 +90,11 @@ TEST_CASE("plot_losses puts its ticks on round numbers and names both axes", "[v
     CHECK_THAT(svg, Contains(">batches trained</text>") && Contains(">loss</text>"));
 }
 
-TEST_CASE("show_results captions each image with the truth and the answer, green when right and red when wrong", "[visuals]") {
+TEST_CASE("show_results captions each image with the truth and the answer, green when right and red when wrong",
+          "[visuals]") {
     const Image pixel{1, 1, {255}};
-    const std::string svg = show_results({{pixel, "Bag", "Bag"}, {pixel, "Coat", "Shirt"}, {pixel, "A & B", "A & B"}}).text;
+    const std::string svg =
+        show_results({{pixel, "Bag", "Bag"}, {pixel, "Coat", "Shirt"}, {pixel, "A & B", "A & B"}}).text;
     CHECK(count(svg, "<image") == 3);
     // "truth → predicted", as the notebooks print predictions.
     CHECK_THAT(svg, Contains(">Bag \u2192 Bag</text>"));
@@ -125,15 +127,17 @@ TEST_CASE("with a notebook display, each epoch's progress bar is shown and then 
     LearnerOptions options;
     options.max_batches = 3;
     const auto data = [](std::int64_t n) { return DataSet{torch::randn({n, 1}), torch::randn({n, 1})}; };
-    Learner learn({data(128), data(64), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
-                  [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
+    Learner learn(
+        {data(128), data(64), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
     learn.fit(2, 0.01);
     set_html_display(nullptr);
 
     REQUIRE(shown.size() >= 4);  // per epoch: the empty bar, then at least the full one
     CHECK_FALSE(shown.front().update);
     CHECK_THAT(shown.front().html, Contains("epoch 1/2  0/3 batches"));
-    const auto second = std::find_if(shown.begin(), shown.end(), [](const Shown& s) { return !s.update && &s != &shown.front(); });
+    const auto second =
+        std::find_if(shown.begin(), shown.end(), [](const Shown& s) { return !s.update && &s != &shown.front(); });
     REQUIRE(second != shown.end());
     CHECK(second->id != shown.front().id);  // a new bar for the new epoch
     CHECK_THAT((second - 1)->html, Contains("epoch 1/2  3/3 batches"));

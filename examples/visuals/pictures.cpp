@@ -73,7 +73,8 @@ Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_p
     int tile_width = 0, tile_height = 0;
     for (const LabeledImage& item : images) {
         // Room for the caption too: about 7 px a character at 12 px sans-serif.
-        tile_width = std::max({tile_width, item.image.width * scale, static_cast<int>(caption_of(item).size()) * 7 + 8});
+        tile_width =
+            std::max({tile_width, item.image.width * scale, static_cast<int>(caption_of(item).size()) * 7 + 8});
         tile_height = std::max(tile_height, item.image.height * scale);
     }
     const int rows = (static_cast<int>(images.size()) + columns - 1) / columns;
@@ -137,8 +138,9 @@ Svg plot_losses(const History& history) {
     };
 
     std::string svg = svg_open(width, height);
-    svg += text_at(width / 2.0, 18, "losses (" + std::to_string(history.world_size) + " process" +
-                                        (history.world_size == 1 ? ")" : "es)"));
+    svg +=
+        text_at(width / 2.0, 18,
+                "losses (" + std::to_string(history.world_size) + " process" + (history.world_size == 1 ? ")" : "es)"));
     const std::string y_format = "%." + std::to_string(y_ticks.decimals) + "f";
     for (int i = 0; i * y_ticks.step <= y_max + y_ticks.step / 2; ++i) {  // grid and labels of the loss axis
         const double y = i * y_ticks.step;
@@ -155,10 +157,11 @@ Svg plot_losses(const History& history) {
     svg += text_at(left + plot_width / 2, height - 8, "batches trained");
     svg += "<text x=\"14\" y=\"" + number(top + plot_height / 2) + "\" text-anchor=\"middle\" fill=\"#333\" " +
            "transform=\"rotate(-90 14 " + number(top + plot_height / 2) + ")\">loss</text>\n";
-    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) +
-           "\" height=\"" + number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) + "\" height=\"" +
+           number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
     auto polyline = [&](const std::vector<std::pair<double, double>>& points, const char* color, bool dots) {
-        std::string line = "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\" points=\"";
+        std::string line =
+            "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\" points=\"";
         for (const auto& [x, y] : points) line += number(px(x)) + "," + number(py(y)) + " ";
         line += "\"/>\n";
         if (dots)
@@ -173,7 +176,8 @@ Svg plot_losses(const History& history) {
     svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 20) + "\" y1=\"" + number(legend_y - 4) +
            "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n";
     svg += text_at(legend_x + 26, legend_y, "train (per batch)", "start");
-    svg += "<circle cx=\"" + number(legend_x + 10) + "\" cy=\"" + number(legend_y + 12) + "\" r=\"3.5\" fill=\"#ff7f0e\"/>\n";
+    svg += "<circle cx=\"" + number(legend_x + 10) + "\" cy=\"" + number(legend_y + 12) +
+           "\" r=\"3.5\" fill=\"#ff7f0e\"/>\n";
     svg += text_at(legend_x + 26, legend_y + 16, "valid (per epoch)", "start");
     return Svg{svg + "</svg>\n"};
 }

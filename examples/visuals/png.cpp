@@ -17,8 +17,8 @@ void append_chunk(std::string& png, const char type[4], const std::string& data)
     append_big_endian(png, static_cast<std::uint32_t>(data.size()));
     const std::string typed = std::string(type, 4) + data;
     png += typed;
-    append_big_endian(png, static_cast<std::uint32_t>(
-                               ::crc32(0, reinterpret_cast<const Bytef*>(typed.data()), static_cast<uInt>(typed.size()))));
+    append_big_endian(png, static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(typed.data()),
+                                                              static_cast<uInt>(typed.size()))));
 }
 
 }  // namespace
@@ -62,8 +62,8 @@ std::string base64(const std::string& bytes) {
     out.reserve((bytes.size() + 2) / 3 * 4);
     std::size_t i = 0;
     for (; i + 2 < bytes.size(); i += 3) {
-        const std::uint32_t n = static_cast<std::uint8_t>(bytes[i]) << 16 | static_cast<std::uint8_t>(bytes[i + 1]) << 8 |
-                                static_cast<std::uint8_t>(bytes[i + 2]);
+        const std::uint32_t n = static_cast<std::uint8_t>(bytes[i]) << 16 |
+                                static_cast<std::uint8_t>(bytes[i + 1]) << 8 | static_cast<std::uint8_t>(bytes[i + 2]);
         for (int shift = 18; shift >= 0; shift -= 6) out.push_back(alphabet[(n >> shift) & 63]);
     }
     if (i < bytes.size()) {

@@ -59,8 +59,8 @@ void ProgressBar::show(std::int64_t done, double loss, bool update) {
     if (mode_ == Mode::html) {
         const std::string html = "<div style=\"font-family:monospace\"><progress value=\"" + std::to_string(done) +
                                  "\" max=\"" + std::to_string(batches_) +
-                                 "\" style=\"width:300px;vertical-align:middle\"></progress> " + counts + " [" +
-                                 times + ", loss " + loss_text + "]</div>";
+                                 "\" style=\"width:300px;vertical-align:middle\"></progress> " + counts + " [" + times +
+                                 ", loss " + loss_text + "]</div>";
         if (HtmlDisplay display = html_display.load()) display(html, display_id_, update);
         return;
     }

@@ -147,8 +147,7 @@ MPIFY_API void with_rendezvous(const DdpOptions& options, const Placement& place
 /// world_size at their defaults. Gloo's own connections are not authenticated and its
 /// tensors travel in clear.
 template <class R, class... P, class... A>
-std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...),
-                       A&&... args) {
+std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...), A&&... args) {
     using Result = std::decay_t<R>;
     Options group = ranch_options;
     group.caller_rank = 0;
@@ -158,22 +157,23 @@ std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, 
     std::optional<std::conditional_t<std::is_void_v<Result>, char, Result>> result;  // rank 0's
     // One attempt: a fresh rendezvous and group; the ranch inside it does not restart.
     auto attempt = [&](const Options& attempt_options, bool last_attempt) {
-        detail::with_rendezvous(options, attempt_options.placement, n, ranch_options.restarts,
-                                [&](const std::map<std::string, std::string>& environment) {
-            Options o = attempt_options;
-            for (const auto& [name, value] : environment) o.env[name] = value;
-            auto run = [&](auto&&... call_args) {
-                if constexpr (std::is_void_v<Result>)
-                    ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...);
-                else
-                    result.emplace(
-                        std::move(ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...).front()));
-            };
-            if constexpr (reusable) {
-                if (!last_attempt) return run(args...);  // a restart may follow: keep them whole
-            }
-            run(std::forward<A>(args)...);
-        });
+        detail::with_rendezvous(
+            options, attempt_options.placement, n, ranch_options.restarts,
+            [&](const std::map<std::string, std::string>& environment) {
+                Options o = attempt_options;
+                for (const auto& [name, value] : environment) o.env[name] = value;
+                auto run = [&](auto&&... call_args) {
+                    if constexpr (std::is_void_v<Result>)
+                        ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...);
+                    else
+                        result.emplace(std::move(
+                            ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...).front()));
+                };
+                if constexpr (reusable) {
+                    if (!last_attempt) return run(args...);  // a restart may follow: keep them whole
+                }
+                run(std::forward<A>(args)...);
+            });
     };
     detail::run_with_restarts(group, reinterpret_cast<const void*>(fn), "mpify::in_ddp", n, reusable, attempt);
     if constexpr (!std::is_void_v<Result>) return std::move(*result);

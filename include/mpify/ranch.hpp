@@ -78,10 +78,8 @@ using ranch_result_t = std::conditional_t<std::is_void_v<R>, void, std::vector<R
 /// that type already (no copy of a large argument), else a converted temporary.
 template <class P, class A>
 decltype(auto) as_param(const A& arg) {
-    if constexpr (std::is_same_v<std::decay_t<A>, P>)
-        return static_cast<const P&>(arg);
-    else
-        return P(arg);
+    if constexpr (std::is_same_v<std::decay_t<A>, P>) return static_cast<const P&>(arg);
+    else return P(arg);
 }
 
 /// Calls fn on the caller's arguments: moved from when `may_move` (no attempt follows),
@@ -126,18 +124,15 @@ void with_context(Body&& body) {
 /// (after stopping and reaping the rest), and rethrows the caller's own exception when
 /// fn throws in the caller. A void fn gives a void ranch.
 template <class Ctx = NoContext, class R, class... P, class... A>
-detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (*fn)(P...),
-                                              A&&... args) {
+detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (*fn)(P...), A&&... args) {
     using F = R (*)(P...);
     using traits = detail::function_traits<F>;
     using Result = typename traits::result;
     detail::check_shippable<F>();
-    static_assert(sizeof...(P) == sizeof...(A),
-                  "mpify::ranch: the number of arguments does not match fn's parameters");
+    static_assert(sizeof...(P) == sizeof...(A), "mpify::ranch: the number of arguments does not match fn's parameters");
     static_assert((std::is_convertible_v<A&&, P> && ...),
                   "mpify::ranch: an argument does not convert to the type of fn's parameter");
-    static_assert(std::is_default_constructible_v<Ctx>,
-                  "mpify::ranch: the context type must be default-constructible");
+    static_assert(std::is_default_constructible_v<Ctx>, "mpify::ranch: the context type must be default-constructible");
 
     // The arguments are written as fn's parameter types, so the worker reads exactly those.
     detail::CallRequest request;
@@ -156,10 +151,12 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
         });
     } else {
         std::optional<Result> own;
-        const std::vector<std::string> blobs = detail::run_ranch(options, n, std::move(request), [&](bool last_attempt) {
-            detail::with_context<Ctx>(
-                [&] { own.emplace(detail::call_with_arguments(fn, last_attempt, std::forward<A>(args)...)); });
-        });
+        const std::vector<std::string> blobs =
+            detail::run_ranch(options, n, std::move(request), [&](bool last_attempt) {
+                detail::with_context<Ctx>([&] {
+                    own.emplace(detail::call_with_arguments(fn, last_attempt, std::forward<A>(args)...));
+                });
+            });
         std::vector<Result> results;
         if (!options.gather) {
             if (own) results.push_back(std::move(*own));
@@ -170,8 +167,8 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
             if (options.caller_rank == rank) {
                 results.push_back(std::move(*own));
             } else {
-                results.push_back(detail::read_result<Result>(blobs[static_cast<std::size_t>(rank)],
-                                                              request_function, n, rank));
+                results.push_back(detail::read_result<Result>(blobs[static_cast<std::size_t>(rank)], request_function,
+                                                              n, rank));
             }
         }
         return results;

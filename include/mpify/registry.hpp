@@ -104,13 +104,12 @@ public:
 /// the same program or shared library that defines the function. Its parameters and
 /// result must be Boost-serializable and default-constructible; non-const lvalue
 /// reference parameters are rejected at compile time.
-#define MPIFY_REGISTER(fn)                                                                \
-    static const ::mpify::detail::FunctionRegistrar MPIFY_DETAIL_CONCAT(                  \
-        mpify_function_registrar_, __COUNTER__)(#fn, &fn, &::mpify::detail::invoke_registered<&fn>)
+#define MPIFY_REGISTER(fn)                                                                                       \
+    static const ::mpify::detail::FunctionRegistrar MPIFY_DETAIL_CONCAT(mpify_function_registrar_, __COUNTER__)( \
+        #fn, &fn, &::mpify::detail::invoke_registered<&fn>)
 
 /// Registers a context type (default-constructible; constructed before fn and destroyed
 /// after it in every rank, also when fn throws), for `mpify::ranch<Ctx>(...)`. Write it
 /// at namespace scope in the program or library that workers load.
-#define MPIFY_REGISTER_CONTEXT(Ctx)                                                       \
-    static const ::mpify::detail::ContextRegistrar<Ctx> MPIFY_DETAIL_CONCAT(              \
-        mpify_context_registrar_, __COUNTER__)(#Ctx)
+#define MPIFY_REGISTER_CONTEXT(Ctx) \
+    static const ::mpify::detail::ContextRegistrar<Ctx> MPIFY_DETAIL_CONCAT(mpify_context_registrar_, __COUNTER__)(#Ctx)

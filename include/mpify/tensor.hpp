@@ -77,7 +77,8 @@ void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/)
     if (!saved.defined) return;
     ar << saved.dtype << saved.sizes << saved.requires_grad;
     const std::size_t elements_at = mpify::detail::blob_write_offset() + 1;  // after the count
-    const auto padding = static_cast<std::uint8_t>((tensor_alignment - elements_at % tensor_alignment) % tensor_alignment);
+    const auto padding =
+        static_cast<std::uint8_t>((tensor_alignment - elements_at % tensor_alignment) % tensor_alignment);
     ar << padding;
     if (padding > 0) ar << make_binary_object(mpify::detail::tensor_padding_bytes, padding);
     ar << make_binary_object(saved.data, saved.nbytes);

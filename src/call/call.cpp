@@ -59,9 +59,7 @@ void mark_local_failure() noexcept {
 }
 
 Call::Call(const Options& options, CallPlan plan)
-    : options_(options),
-      plan_(std::move(plan)),
-      deadline_(deadline_of(options)),
+    : options_(options), plan_(std::move(plan)), deadline_(deadline_of(options)),
       supervisor_(options, deadline_, failures_, interrupts_) {}
 
 void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shared) {
@@ -71,15 +69,15 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
     if (remote && host.library.empty())
         throw UsageError(fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; "
                                      "put it in a shared library (load_source, or a library the program links): "
-                                     "it travels to machines that lack it", plan_.label, plan_.function_name));
+                                     "it travels to machines that lack it",
+                                     plan_.label, plan_.function_name));
     // Large ones in shared memory: to_arguments_blob put them there as it wrote them, but
     // not under a file size limit (then here, if they fit it; else through the channels).
     // Shared memory does not reach other machines: there, the arguments go with the call.
     shared_arguments_ = std::move(shared);
     if (!shared_arguments_ && !args.empty() && args.size() >= arguments_spill_size(options_, plan_.n))
         shared_arguments_ = std::make_shared<SharedArguments>(args);
-    const std::shared_ptr<const std::string> inline_bytes =
-        inline_arguments(std::move(args), shared_arguments_.get());
+    const std::shared_ptr<const std::string> inline_bytes = inline_arguments(std::move(args), shared_arguments_.get());
     std::map<std::string, std::string> variables = worker_variables(options_, plan_.n);
     CallMeta meta;
     meta.mpify_version = MPIFY_VERSION_STRING;
@@ -95,8 +93,8 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
     for (int rank = 0; rank < plan_.n; ++rank)
         if (options_.caller_rank != rank) ranks.push_back(rank);
     if (remote)
-        remote_.emplace(resolve_placement(options_.placement, static_cast<int>(ranks.size())), ranks, plan_.n, deadline_,
-                        InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }});
+        remote_.emplace(resolve_placement(options_.placement, static_cast<int>(ranks.size())), ranks, plan_.n,
+                        deadline_, InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }});
     try {
         for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);
@@ -105,12 +103,12 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
                 meta.library = remote_->library_path(rank, host.library, deadline_);
                 if (plan_.context_library == host.library) meta.context_library = meta.library;
             }
-            StartedWorker worker =
-                remote_ ? remote_->start(rank, variables, options_.relay, deadline_)
-                        : start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
-                                       shared_arguments_ ? shared_arguments_->fd() : -1, deadline_);
-            supervisor_.add(rank, std::move(worker), call_frame_head(meta, inline_bytes->size()),
-                            inline_bytes, remote_ ? remote_->host(rank) : std::string());
+            StartedWorker worker = remote_
+                                       ? remote_->start(rank, variables, options_.relay, deadline_)
+                                       : start_worker(plan_.spawner, host, options_.relay, environment_with(variables),
+                                                      shared_arguments_ ? shared_arguments_->fd() : -1, deadline_);
+            supervisor_.add(rank, std::move(worker), call_frame_head(meta, inline_bytes->size()), inline_bytes,
+                            remote_ ? remote_->host(rank) : std::string());
         }
     } catch (...) {
         supervisor_.stop_all();
@@ -167,7 +165,8 @@ std::thread Call::start_watcher() {
         supervisor_.run();
         std::throw_with_nested(Error(fmt::format(
             "{}: could not start the thread that watches the workers while the caller runs its own rank ({}); "
-            "every worker was stopped. This process has run out of threads or memory.", plan_.label, e.what())));
+            "every worker was stopped. This process has run out of threads or memory.",
+            plan_.label, e.what())));
     }
 }
 
@@ -176,7 +175,8 @@ std::string Call::result_of(int rank) {
     // A rank without a result has a recorded failure, which throw_if_failed threw.
     if (!result)
         throw Error(fmt::format("{}: rank {} ended without a result and without a recorded failure (a bug in mpify: "
-                                "please report it with this message)", plan_.label, rank));
+                                "please report it with this message)",
+                                plan_.label, rank));
     return std::move(*result);
 }
 

@@ -19,23 +19,20 @@ namespace {
 std::string unregistered_message(const void* address) {
     Dl_info info{};
     std::string name = "the function";
-    if (::dladdr(address, &info) != 0 && info.dli_sname != nullptr)
-        name = "'" + demangle(info.dli_sname) + "'";
-    return fmt::format(
-        "mpify: {} is not registered, so other processes cannot find it. Add "
-        "MPIFY_REGISTER(<its name>); at namespace scope next to its definition, in the "
-        "program or shared library that defines it.", name);
+    if (::dladdr(address, &info) != 0 && info.dli_sname != nullptr) name = "'" + demangle(info.dli_sname) + "'";
+    return fmt::format("mpify: {} is not registered, so other processes cannot find it. Add "
+                       "MPIFY_REGISTER(<its name>); at namespace scope next to its definition, in the "
+                       "program or shared library that defines it.",
+                       name);
 }
 
 void check_options(const Options& options, int n, const std::string& label) {
-    if (n < 1)
-        throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", label, n));
+    if (n < 1) throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", label, n));
     if (options.caller_rank && (*options.caller_rank < 0 || *options.caller_rank >= n))
-        throw UsageError(fmt::format(
-            "{}: caller_rank is {}, outside [0, {}); use a rank in that range, or "
-            "std::nullopt for a caller that only waits", label, *options.caller_rank, n));
-    if (options.timeout.count() < 0)
-        throw UsageError(fmt::format("{}: timeout is negative", label));
+        throw UsageError(fmt::format("{}: caller_rank is {}, outside [0, {}); use a rank in that range, or "
+                                     "std::nullopt for a caller that only waits",
+                                     label, *options.caller_rank, n));
+    if (options.timeout.count() < 0) throw UsageError(fmt::format("{}: timeout is negative", label));
     for (const auto& [name, value] : options.env) {
         // An environment entry is a C string "NAME=value": '=' ends the name, NUL the entry.
         if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
@@ -47,12 +44,13 @@ void check_options(const Options& options, int n, const std::string& label) {
                                          "environment cannot carry it (it would be cut there)",
                                          label, name, value.find('\0')));
     }
-    struct sigaction current {};
+    struct sigaction current{};
     ::sigaction(SIGCHLD, nullptr, &current);
     if (current.sa_handler == SIG_IGN || (current.sa_flags & SA_NOCLDWAIT))
-        throw UsageError(fmt::format(
-            "{}: SIGCHLD is ignored in this process, so the exit status of workers cannot be "
-            "read; restore its default handler (signal(SIGCHLD, SIG_DFL)) before calling ranch", label));
+        throw UsageError(
+            fmt::format("{}: SIGCHLD is ignored in this process, so the exit status of workers cannot be "
+                        "read; restore its default handler (signal(SIGCHLD, SIG_DFL)) before calling ranch",
+                        label));
 }
 
 // "mpify::ranch(train, n=4)", from the function's registered name ("?" if none).
@@ -83,10 +81,10 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     if (!plan.context_key.empty()) {
         ContextEntry context;
         if (!find_context(plan.context_key, context))
-            throw UsageError(fmt::format(
-                "{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
-                "to its definition, in the program or library the workers load",
-                plan.label, demangle(plan.context_key.c_str())));
+            throw UsageError(
+                fmt::format("{}: the context type {} is not registered; add MPIFY_REGISTER_CONTEXT(<type>); next "
+                            "to its definition, in the program or library the workers load",
+                            plan.label, demangle(plan.context_key.c_str())));
         const ObjectLocation where = locate_object(reinterpret_cast<const void*>(context.run));
         if (where.found && !where.is_main_program) plan.context_library = where.path;
     }

@@ -104,7 +104,8 @@ void CallerStreams::drain(std::optional<Clock::time_point> deadline, const std::
         const auto now = Clock::now();
         if ((deadline && now >= *deadline) || now - last_progress >= stall_limit || give_up()) break;
         pollfd fds[2] = {{fd_to_watch(Stream::out), POLLOUT, 0}, {fd_to_watch(Stream::err), POLLOUT, 0}};
-        const Clock::time_point wake = std::min(deadline.value_or(last_progress + stall_limit), last_progress + stall_limit);
+        const Clock::time_point wake =
+            std::min(deadline.value_or(last_progress + stall_limit), last_progress + stall_limit);
         (void)retry_on_eintr([&] { return ::poll(fds, 2, std::max(1, millis_until(wake))); });
         if (write_some(Stream::out) + write_some(Stream::err) > 0) last_progress = Clock::now();
     }

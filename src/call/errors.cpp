@@ -14,23 +14,24 @@ namespace {
 std::string render_failures(std::string text, const std::vector<RankFailure>& failures) {
     if (failures.size() == 1) return text + failures.front().describe();
     text += fmt::format("{} ranks failed; the first failure is listed first, later ones are "
-                        "often its consequences.", failures.size());
+                        "often its consequences.",
+                        failures.size());
     for (const RankFailure& f : failures) text += "\n- " + f.describe();
     return text;
 }
 
 // One attempt's failures, or (after Options::restarts ran out) every attempt's in turn.
 std::string render(const std::string& context, const std::vector<RankFailure>& failures) {
-    const bool one_attempt = std::all_of(failures.begin(), failures.end(), [&](const RankFailure& f) {
-        return f.attempt == failures.front().attempt;
-    });
+    const bool one_attempt = std::all_of(failures.begin(), failures.end(),
+                                         [&](const RankFailure& f) { return f.attempt == failures.front().attempt; });
     if (one_attempt) return render_failures(context + ": ", failures);
     std::string text = context + ":";
     for (auto first = failures.begin(); first != failures.end();) {
         const int attempt = first->attempt;
-        const auto end = std::find_if(first, failures.end(), [&](const RankFailure& f) { return f.attempt != attempt; });
-        const std::string heading =
-            attempt == 0 ? "\nattempt 1: " : fmt::format("\nattempt {} (restart {}): ", attempt + 1, attempt);
+        const auto end =
+            std::find_if(first, failures.end(), [&](const RankFailure& f) { return f.attempt != attempt; });
+        const std::string heading = attempt == 0 ? "\nattempt 1: "
+                                                 : fmt::format("\nattempt {} (restart {}): ", attempt + 1, attempt);
         std::string part = render_failures(heading, std::vector<RankFailure>(first, end));
         // An attempt's lines are indented under its heading.
         for (std::size_t at = part.find('\n', 1); at != std::string::npos; at = part.find('\n', at + 1))
@@ -55,19 +56,14 @@ std::string RankFailure::headline() const {
             text = fmt::format("rank {} was killed by {}", rank, detail::signal_description(signal));
             if (!message.empty()) text += " " + message;
             break;
-        case Kind::exited:
-            text = fmt::format("rank {} exited with code {} {}", rank, exit_code, message);
-            break;
-        case Kind::timed_out:
-            text = fmt::format("rank {} timed out: {}", rank, message);
-            break;
-        case Kind::protocol:
-            text = fmt::format("rank {} broke mpify's protocol: {}", rank, message);
-            break;
+        case Kind::exited: text = fmt::format("rank {} exited with code {} {}", rank, exit_code, message); break;
+        case Kind::timed_out: text = fmt::format("rank {} timed out: {}", rank, message); break;
+        case Kind::protocol: text = fmt::format("rank {} broke mpify's protocol: {}", rank, message); break;
         case Kind::reaped_elsewhere:
             text = fmt::format("rank {} ended before returning a result, and something else in this process "
                                "reaped it (a SIGCHLD handler calling waitpid(-1, ...)?), so how it ended is "
-                               "unknown. Have that handler wait only for its own children's pids.", rank);
+                               "unknown. Have that handler wait only for its own children's pids.",
+                               rank);
             break;
         case Kind::unreadable_result:
             text = fmt::format("rank {} returned a result that the caller could not read: {}", rank, message);

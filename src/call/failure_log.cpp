@@ -55,8 +55,7 @@ void FailureLog::throw_if_failed(const std::string& label) {
         } catch (...) {
             const std::string message = current_exception_message();
             std::throw_with_nested(Error(fmt::format("{}: {} {}{}; every worker was stopped", label, call_failure_,
-                                                     current_exception_type(),
-                                                     message.empty() ? "" : ": " + message)));
+                                                     current_exception_type(), message.empty() ? "" : ": " + message)));
         }
     }
     if (caller_error_) {

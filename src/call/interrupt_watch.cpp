@@ -112,7 +112,7 @@ bool interrupt_requested() noexcept {
 }
 
 void stop_on_sigint() {
-    struct sigaction action {};
+    struct sigaction action{};
     action.sa_handler = detail::on_sigint;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;

@@ -14,17 +14,14 @@ constexpr std::size_t max_line = 64 * 1024;
 
 OutputRelay::OutputRelay(const Options& options, CallerStreams& caller, int rank, const std::string& host,
                          Stream stream)
-    : options_(options),
-      caller_(caller),
-      rank_(rank),
+    : options_(options), caller_(caller), rank_(rank),
       prefix_(host.empty() ? fmt::format("[rank {}] ", rank) : fmt::format("[rank {}@{}] ", rank, host)),
       stream_(stream) {}
 
 void OutputRelay::feed(const char* data, std::size_t size) {
     partial_.append(data, size);
     std::size_t start = 0;
-    for (std::size_t newline; (newline = partial_.find('\n', start)) != std::string::npos;
-         start = newline + 1) {
+    for (std::size_t newline; (newline = partial_.find('\n', start)) != std::string::npos; start = newline + 1) {
         emit(partial_.substr(start, newline - start));
     }
     partial_.erase(0, start);

@@ -28,18 +28,19 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
     const CallPlan plan = plan_call(options, n, request);
     std::unique_lock one_call_at_a_time(ranch_in_progress, std::try_to_lock);
     if (!one_call_at_a_time.owns_lock())
-        throw UsageError(fmt::format(
-            "{}: another mpify::ranch is already running in this process; ranch calls cannot "
-            "be nested or run concurrently (LOCAL_RANK is process-wide)", plan.label));
+        throw UsageError(fmt::format("{}: another mpify::ranch is already running in this process; ranch calls cannot "
+                                     "be nested or run concurrently (LOCAL_RANK is process-wide)",
+                                     plan.label));
 
     std::vector<std::string> results;
-    run_with_restarts(options, request.function, "mpify::ranch", n, request.arguments_reusable, [&](const Options& attempt, bool last) {
-        Call call(attempt, plan);
+    run_with_restarts(options, request.function, "mpify::ranch", n, request.arguments_reusable,
+                      [&](const Options& attempt, bool last) {
+                          Call call(attempt, plan);
         // Every attempt ships the same arguments: the last one may take them.
-        call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
-        call.run_own_rank_and_supervise([&] { local_call(last); });
-        results = call.results();
-    });
+                          call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
+                          call.run_own_rank_and_supervise([&] { local_call(last); });
+                          results = call.results();
+                      });
     return results;
 }
 

@@ -63,8 +63,7 @@ void say_restart(const RankFailure& cause, int restart, int restarts, int n) {
 
 }  // namespace
 
-void run_with_restarts(const Options& options, const void* function, const char* api, int n,
-                       bool arguments_reusable,
+void run_with_restarts(const Options& options, const void* function, const char* api, int n, bool arguments_reusable,
                        const std::function<void(const Options& attempt, bool last_attempt)>& attempt) {
     const std::string label = call_label(function, n, api);
     if (options.restarts < 0)
@@ -73,7 +72,8 @@ void run_with_restarts(const Options& options, const void* function, const char*
     if (options.restarts > 0 && !arguments_reusable)
         throw UsageError(fmt::format("{}: Options::restarts needs arguments that the caller's rank can pass to fn "
                                      "again, and one of them can only be moved; pass it as a copyable value, or "
-                                     "set restarts to 0", label));
+                                     "set restarts to 0",
+                                     label));
     // An interrupt between two attempts, when no call watches, still ends the call.
     std::optional<InterruptWatch> interrupts;
     if (options.restarts > 0) interrupts.emplace();
@@ -109,7 +109,8 @@ void run_with_restarts(const Options& options, const void* function, const char*
         if (last) throw_exhausted(label, k + 1, options.restarts, "", std::move(failures), error);
         if (interrupts->interrupted())
             throw Interrupted(fmt::format("{}: interrupted (mpify::request_interrupt) after attempt {} failed; "
-                                          "no restart", label, k + 1));
+                                          "no restart",
+                                          label, k + 1));
         if (deadline && Clock::now() >= *deadline)
             throw_exhausted(label, k + 1, options.restarts, ", and Options::timeout left no time for another",
                             std::move(failures), error);

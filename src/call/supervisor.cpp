@@ -35,19 +35,14 @@ struct Supervisor::Worker {
     bool exited() const { return phase == WorkerPhase::exited; }
 
     Worker(const Options& options, CallerStreams& caller, int r, const std::string& h)
-        : rank(r),
-          host(h),
-          out_relay(options, caller, r, h, Stream::out),
+        : rank(r), host(h), out_relay(options, caller, r, h, Stream::out),
           err_relay(options, caller, r, h, Stream::err) {}
     std::size_t total() const { return call_head.size() + args->size(); }
 };
 
 Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
                        InterruptWatch& interrupts)
-    : options_(options),
-      deadline_(deadline),
-      failures_(failures),
-      interrupts_(interrupts) {}
+    : options_(options), deadline_(deadline), failures_(failures), interrupts_(interrupts) {}
 
 Supervisor::~Supervisor() {
     for (auto& w : workers_)
@@ -78,8 +73,7 @@ std::optional<std::string> Supervisor::take_result(int rank) {
 
 void Supervisor::run() noexcept {
     try {
-        while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited(); }))
-            poll_once();
+        while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited(); })) poll_once();
         caller_streams_.drain(deadline_, [this] { return interrupts_.interrupted(); });
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
@@ -114,8 +108,7 @@ void Supervisor::poll_once() {
     for (auto& w : workers_) {
         if (w->exited()) continue;
         watch(*w, Watch::pid, w->process.pidfd.get(), POLLIN);
-        if (w->channel)
-            watch(*w, Watch::channel, w->channel.get(), POLLIN | (w->sent < w->total() ? POLLOUT : 0));
+        if (w->channel) watch(*w, Watch::channel, w->channel.get(), POLLIN | (w->sent < w->total() ? POLLOUT : 0));
         if (w->out && reading_output) watch(*w, Watch::out, w->out.get(), POLLIN);
         if (w->err && reading_output) watch(*w, Watch::err, w->err.get(), POLLIN);
     }
@@ -217,8 +210,7 @@ void Supervisor::read_channel(Worker& w) {
 void Supervisor::write_channel(Worker& w) {
     while (w.channel && w.sent < w.total()) {
         const bool in_head = w.sent < w.call_head.size();
-        const char* data = in_head ? w.call_head.data() + w.sent
-                                   : w.args->data() + (w.sent - w.call_head.size());
+        const char* data = in_head ? w.call_head.data() + w.sent : w.args->data() + (w.sent - w.call_head.size());
         const std::size_t size = in_head ? w.call_head.size() - w.sent : w.total() - w.sent;
         const ssize_t n =
             retry_on_eintr([&] { return ::send(w.channel.get(), data, size, MSG_NOSIGNAL | MSG_DONTWAIT); });
@@ -260,8 +252,8 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
         }
     } else {
         failure.kind = RankFailure::Kind::protocol;
-        failure.message = fmt::format("sent an unexpected message (type {}) on mpify's channel",
-                                      static_cast<int>(frame.type));
+        failure.message =
+            fmt::format("sent an unexpected message (type {}) on mpify's channel", static_cast<int>(frame.type));
     }
     fail(w, std::move(failure), when);
 }
@@ -306,8 +298,7 @@ void Supervisor::stop(Worker& w) {
     // Already dead, not yet reaped (a rank killed mid-collective, whose peers failed
     // first): its end is its own failure, not our stop. Peek without reaping.
     siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        info.si_pid != 0)
+    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0)
         return;
     take_stop_step(w, StopPlan{options_.stop_grace}.begin(Clock::now()));
 }

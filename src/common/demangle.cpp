@@ -12,8 +12,7 @@ namespace mpify::detail {
 std::string demangle(const char* mangled) {
     if (mangled == nullptr) return "unknown";
     int status = 0;
-    std::unique_ptr<char, void (*)(void*)> readable(
-        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
     return status == 0 && readable ? std::string(readable.get()) : std::string(mangled);
 }
 

@@ -71,8 +71,8 @@ int connect_one(int fd, const sockaddr* address, socklen_t size, std::chrono::st
     if (::connect(fd, address, size) == 0) return 0;
     if (errno != EINPROGRESS) return errno;
     for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                                std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return ETIMEDOUT;
         pollfd p{fd, POLLOUT, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -128,8 +128,8 @@ Endpoint Endpoint::parse(const std::string& text, const char* variable) {
             return e;
         }
     }
-    throw UsageError(
-        fmt::format("mpify: {}='{}' is not a store address (unix:/path or tcp:host:port)", variable, text));
+    throw UsageError(fmt::format("mpify: {}='{}' is not a store address (unix:/path or tcp:host:port)", variable,
+                                 text));
 }
 
 std::string Endpoint::describe() const {
@@ -148,10 +148,8 @@ UniqueFd listen_at(Endpoint& endpoint) {
     if (!endpoint.unix_path.empty()) {
         UniqueFd fd = new_socket(AF_UNIX);
         const UnixAddress address = unix_address(endpoint.unix_path);
-        if (::bind(fd.get(), address.get(), address.size) != 0 ||
-            ::listen(fd.get(), 128) != 0)
-            throw UsageError(fmt::format("mpify: cannot listen at {}: {}", endpoint.describe(),
-                                         std::strerror(errno)));
+        if (::bind(fd.get(), address.get(), address.size) != 0 || ::listen(fd.get(), 128) != 0)
+            throw UsageError(fmt::format("mpify: cannot listen at {}: {}", endpoint.describe(), std::strerror(errno)));
         return fd;
     }
     std::string last_error = "no address";

@@ -17,8 +17,8 @@ long long environment_number(const char* name, long long fallback, Malformed on_
     const long long value = std::strtoll(text, &end, 10);
     if (*end == '\0' && errno == 0 && value >= smallest && value <= largest) return value;
     if (on_malformed == Malformed::use_fallback) return fallback;
-    throw UsageError(fmt::format("{}: {}='{}' is not a whole number from {} to {}; set it right or unset it", who,
-                                 name, text, smallest, largest));
+    throw UsageError(fmt::format("{}: {}='{}' is not a whole number from {} to {}; set it right or unset it", who, name,
+                                 text, smallest, largest));
 }
 
 }  // namespace mpify::detail

@@ -14,8 +14,7 @@ namespace {
 }
 
 unsigned long long number(const std::string& list, const std::string& digits) {
-    if (digits.empty() || digits.size() > 18 ||
-        digits.find_first_not_of("0123456789") != std::string::npos)
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
         refuse(list, fmt::format("has '{}' where a number belongs", digits));
     return std::stoull(digits);
 }
@@ -36,7 +35,8 @@ std::vector<std::string> bracket_values(const std::string& list, const std::stri
         const std::size_t width = first.size() > 1 && first[0] == '0' ? first.size() : 0;  // leading zeros kept
         for (unsigned long long v = low; v <= high; ++v) {
             values.push_back(fmt::format("{:0{}}", v, width));
-            if (values.size() > max_hostlist_hosts) refuse(list, fmt::format("has more than {} hosts", max_hostlist_hosts));
+            if (values.size() > max_hostlist_hosts)
+                refuse(list, fmt::format("has more than {} hosts", max_hostlist_hosts));
         }
         if (comma == std::string::npos) return values;
         start = comma + 1;

@@ -49,7 +49,7 @@ std::string stem(const std::string& path) {
 struct FileSearch {
     std::string path;
     std::string stem;
-    struct stat file {};
+    struct stat file{};
     bool found = false;
 };
 
@@ -57,10 +57,10 @@ int visit_for_file(dl_phdr_info* info, size_t /*size*/, void* data) {
     auto* search = static_cast<FileSearch*>(data);
     const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
     if (name.empty() || stem(name) != search->stem) return 0;
-    struct stat loaded {};
-    search->found = name == search->path || (::stat(name.c_str(), &loaded) == 0 &&
-                                             loaded.st_dev == search->file.st_dev &&
-                                             loaded.st_ino == search->file.st_ino);
+    struct stat loaded{};
+    search->found = name == search->path ||
+                    (::stat(name.c_str(), &loaded) == 0 && loaded.st_dev == search->file.st_dev &&
+                     loaded.st_ino == search->file.st_ino);
     return search->found ? 1 : 0;
 }
 
@@ -83,8 +83,6 @@ ObjectLocation locate_object(const void* address) {
     return search.result;
 }
 
-std::string libmpify_path() {
-    return locate_object(reinterpret_cast<const void*>(&libmpify_path)).path;
-}
+std::string libmpify_path() { return locate_object(reinterpret_cast<const void*>(&libmpify_path)).path; }
 
 }  // namespace mpify::detail

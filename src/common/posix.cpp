@@ -61,9 +61,8 @@ ReadResult read_some(int fd, char* data, std::size_t size) noexcept {
 void write_all(int fd, const char* data, std::size_t size, const char* what) {
     bool socket = true;  // until the kernel says otherwise
     while (size > 0) {
-        const ssize_t n = retry_on_eintr([&] {
-            return socket ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size);
-        });
+        const ssize_t n =
+            retry_on_eintr([&] { return socket ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size); });
         if (n < 0 && socket && errno == ENOTSOCK) {
             socket = false;
             continue;
@@ -79,9 +78,8 @@ bool OutgoingBytes::flush(int fd) {
     while (sent_ < bytes_.size()) {
         const char* data = bytes_.data() + sent_;
         const std::size_t size = bytes_.size() - sent_;
-        const ssize_t n = retry_on_eintr([&] {
-            return socket_ ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size);
-        });
+        const ssize_t n =
+            retry_on_eintr([&] { return socket_ ? ::send(fd, data, size, MSG_NOSIGNAL) : ::write(fd, data, size); });
         if (n < 0 && socket_ && errno == ENOTSOCK) {
             socket_ = false;
             continue;
@@ -121,9 +119,8 @@ bool read_exact(int fd, char* data, std::size_t size, const char* what) {
 
 bool wait_for_child(pid_t pid, siginfo_t* info) noexcept {
     siginfo_t ignored{};
-    return retry_on_eintr([&] {
-               return ::waitid(P_PID, static_cast<id_t>(pid), info ? info : &ignored, WEXITED);
-           }) == 0;
+    return retry_on_eintr([&] { return ::waitid(P_PID, static_cast<id_t>(pid), info ? info : &ignored, WEXITED); }) ==
+           0;
 }
 
 void signal_child(int pidfd, pid_t pid, int signal) noexcept {

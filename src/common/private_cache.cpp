@@ -31,12 +31,10 @@ fs::path private_cache_folder(const fs::path& root, const std::string& name, con
                                          user.who, partial.string(), std::strerror(errno), user.setting));
     }
     for (const fs::path& checked : {root, folder}) {
-        struct stat info {};
+        struct stat info{};
         std::string problem;
-        if (::stat(checked.c_str(), &info) != 0)
-            problem = std::strerror(errno);
-        else if (!S_ISDIR(info.st_mode))
-            problem = "it is not a folder";
+        if (::stat(checked.c_str(), &info) != 0) problem = std::strerror(errno);
+        else if (!S_ISDIR(info.st_mode)) problem = "it is not a folder";
         else if (info.st_uid != ::geteuid())
             problem = fmt::format("it belongs to user {}, not to this process's user {}", info.st_uid, ::geteuid());
         else if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
@@ -50,7 +48,7 @@ fs::path private_cache_folder(const fs::path& root, const std::string& name, con
 }
 
 bool private_regular_file(const fs::path& path) {
-    struct stat info {};
+    struct stat info{};
     return ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == ::geteuid() &&
            (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }

@@ -46,8 +46,8 @@ std::string proof(const CallSecret& secret, std::string_view role, const std::st
                   const std::string& second_nonce, const std::string& rank) {
     crypto_auth_hmacsha256_state state;
     crypto_auth_hmacsha256_init(&state, secret.data(), CallSecret::size);
-    for (std::string_view part : {role, std::string_view(first_nonce), std::string_view(second_nonce),
-                                  std::string_view(rank)})
+    for (std::string_view part :
+         {role, std::string_view(first_nonce), std::string_view(second_nonce), std::string_view(rank)})
         crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
     std::string out(proof_size, '\0');
     crypto_auth_hmacsha256_final(&state, reinterpret_cast<unsigned char*>(out.data()));

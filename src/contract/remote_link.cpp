@@ -35,8 +35,8 @@ LinkHeader checked_header(std::string_view bytes) {
     if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::library_bytes))
         throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
     if (size > max_link_payload)
-        throw std::runtime_error(
-            fmt::format("a link message announces {} bytes, more than the {} allowed", size, max_link_payload));
+        throw std::runtime_error(fmt::format("a link message announces {} bytes, more than the {} allowed", size,
+                                             max_link_payload));
     return {static_cast<LinkType>(type), size};
 }
 
@@ -238,7 +238,8 @@ void send_link_message_until(int fd, LinkType type, std::string_view payload, Cl
             if (Clock::now() < deadline) continue;  // a signal woke the wait
             throw std::runtime_error(fmt::format("the other end took nothing more in time, sending {}", sending));
         }
-        const ssize_t n = retry_on_eintr([&] { return ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT); });
+        const ssize_t n =
+            retry_on_eintr([&] { return ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT); });
         if (n < 0 && errno == EAGAIN) continue;
         if (n < 0) throw std::system_error(errno, std::generic_category(), fmt::format("sending {}", sending));
         rest.remove_prefix(static_cast<std::size_t>(n));

@@ -44,8 +44,20 @@
 namespace mpify::detail {
 
 enum class LinkType : std::uint8_t {
-    hello = 1, start, started, refused, channel, out, err, exited, signal, alive,
-    library, library_here, library_wanted, library_bytes,
+    hello = 1,
+    start,
+    started,
+    refused,
+    channel,
+    out,
+    err,
+    exited,
+    signal,
+    alive,
+    library,
+    library_here,
+    library_wanted,
+    library_bytes,
 };
 constexpr std::size_t link_header_size = 5;
 /// The largest payload of one message.

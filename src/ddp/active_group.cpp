@@ -36,8 +36,7 @@ ProcessGroupState::~ProcessGroupState() {
         }
     }
     {
-        const GlooLoopWaker::Nudging nudging =
-            gloo_loop_waker ? gloo_loop_waker->nudge() : GlooLoopWaker::Nudging();
+        const GlooLoopWaker::Nudging nudging = gloo_loop_waker ? gloo_loop_waker->nudge() : GlooLoopWaker::Nudging();
         group.reset();  // joins Gloo's threads before the store they talk through goes
     }
     gloo_loop_waker.reset();
@@ -91,7 +90,8 @@ const ProcessGroupState& active_group(const char* caller) {
     std::lock_guard lock(active_mutex);
     if (active == nullptr)
         throw UsageError(fmt::format("{}: no mpify::DdpGuard is active in this process; call it inside a function "
-                                     "run by mpify::in_ddp, or inside a DdpGuard scope", caller));
+                                     "run by mpify::in_ddp, or inside a DdpGuard scope",
+                                     caller));
     return *active;
 }
 

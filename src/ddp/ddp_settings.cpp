@@ -35,16 +35,15 @@ constexpr long long most_ranks = 1000000;  // as DdpOptions::from_environment
 
 // MPIFY_TENSOR_MEMORY_CACHE=0 turns the cache off whatever the options say (a user's
 // opt-out for a whole program); 1 or unset leaves `requested`.
-bool tensor_memory_cache_wanted(bool requested) {
-    return requested && tensor_memory_cache_allowed("mpify::DdpGuard");
-}
+bool tensor_memory_cache_wanted(bool requested) { return requested && tensor_memory_cache_allowed("mpify::DdpGuard"); }
 
 Backend parse_backend(const std::string& text) {
     if (text == "gloo") return Backend::gloo;
     if (text == "nccl") return Backend::nccl;
     if (text == "shared_memory") return Backend::shared_memory;
     if (text.empty() || text == "automatic") return Backend::automatic;
-    throw UsageError(fmt::format("mpify::DdpGuard: unknown backend '{}' (gloo, nccl, shared_memory or automatic)", text));
+    throw UsageError(fmt::format("mpify::DdpGuard: unknown backend '{}' (gloo, nccl, shared_memory or automatic)",
+                                 text));
 }
 
 const char* backend_name(Backend b) {
@@ -70,7 +69,8 @@ void check(const DdpSettings& s) {
         throw UsageError(fmt::format("mpify::DdpGuard: world_size must be at least 1 (it is {})", s.world_size));
     if (s.rank < 0 || s.rank >= s.world_size)
         throw UsageError(fmt::format("mpify::DdpGuard: rank {} is outside the group of {} ranks; check base_rank "
-                                     "and world_size", s.rank, s.world_size));
+                                     "and world_size",
+                                     s.rank, s.world_size));
     if (s.port < 0 || s.port > 65535)
         throw UsageError(fmt::format("mpify::DdpGuard: port {} is not a TCP port", s.port));
 }
@@ -83,8 +83,8 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
     if (options.nodes != 1 || options.node_rank != 0) {
         if (options.base_rank != 0 || options.world_size)
             throw UsageError(fmt::format("{}: give either node_rank and nodes, or base_rank and world_size, not "
-                                         "both (node_rank {}, nodes {}, base_rank {}, world_size {})", who,
-                                         options.node_rank, options.nodes, options.base_rank,
+                                         "both (node_rank {}, nodes {}, base_rank {}, world_size {})",
+                                         who, options.node_rank, options.nodes, options.base_rank,
                                          options.world_size ? std::to_string(*options.world_size) : "unset"));
         if (options.nodes < 1 || options.node_rank < 0 || options.node_rank >= options.nodes)
             throw UsageError(fmt::format("{}: node_rank {} is not one of the {} nodes (0 to {})", who,
@@ -98,8 +98,9 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
     place.world_size = options.world_size.value_or(n);
     if (place.base_rank < 0 || place.base_rank + n > place.world_size)
         throw UsageError(fmt::format("{}: ranks {}..{} of this call do not fit in a group of {} (base_rank {}, n {}, "
-                                     "world_size {})", who, place.base_rank, place.base_rank + n - 1,
-                                     place.world_size, place.base_rank, n, place.world_size));
+                                     "world_size {})",
+                                     who, place.base_rank, place.base_rank + n - 1, place.world_size, place.base_rank,
+                                     n, place.world_size));
     if (place.base_rank % n == 0) place.node_rank = place.base_rank / n;
     return place;
 }
@@ -115,9 +116,10 @@ DdpSettings settings_from_environment() {
     if (!missing.empty()) {
         std::string names;
         for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
-        throw UsageError(fmt::format(
-            "mpify::DdpGuard: the environment lacks {}. Run the function with mpify::in_ddp, which sets "
-            "them, or set them as torchrun does, or construct the guard with mpify::DdpOptions.", names));
+        throw UsageError(
+            fmt::format("mpify::DdpGuard: the environment lacks {}. Run the function with mpify::in_ddp, which sets "
+                        "them, or set them as torchrun does, or construct the guard with mpify::DdpOptions.",
+                        names));
     }
     DdpSettings s;
     s.local_rank = local_rank();
@@ -136,7 +138,8 @@ DdpSettings settings_from_environment() {
             s.store_secret = CallSecret::from_hex(secret);
         } catch (const std::invalid_argument&) {
             throw UsageError(fmt::format("mpify::DdpGuard: {} is not a store secret (64 hexadecimal digits); it is "
-                                         "set by mpify::in_ddp, not by hand", store_secret_var));
+                                         "set by mpify::in_ddp, not by hand",
+                                         store_secret_var));
         }
     }
     s.cache_tensor_memory = tensor_memory_cache_wanted(true);

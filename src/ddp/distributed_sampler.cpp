@@ -13,7 +13,8 @@ DistributedSampler::DistributedSampler(std::int64_t size, int rank, int world_si
     : size_(size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
     if (size < 1 || world_size < 1 || rank < 0 || rank >= world_size)
         throw UsageError(fmt::format("mpify::DistributedSampler: needs size >= 1 and 0 <= rank < world_size "
-                                     "(size {}, rank {}, world_size {})", size, rank, world_size));
+                                     "(size {}, rank {}, world_size {})",
+                                     size, rank, world_size));
 }
 
 std::int64_t DistributedSampler::shard_size() const { return (size_ + world_size_ - 1) / world_size_; }
@@ -30,7 +31,8 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
     std::vector<std::int64_t> shard;
     shard.reserve(static_cast<std::size_t>(shard_size()));
     const std::int64_t padded = shard_size() * world_size_;
-    for (std::int64_t k = rank_; k < padded; k += world_size_) shard.push_back(order[static_cast<std::size_t>(k % size_)]);
+    for (std::int64_t k = rank_; k < padded; k += world_size_)
+        shard.push_back(order[static_cast<std::size_t>(k % size_)]);
     return shard;
 }
 

@@ -108,8 +108,9 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
             b.work.reset();
         }
         // Runs once the whole backward pass is done.
-        torch::autograd::Engine::get_default_engine().queue_callback(
-            [self = shared_from_this()] { self->finish_step(); });
+        torch::autograd::Engine::get_default_engine().queue_callback([self = shared_from_this()] {
+            self->finish_step();
+        });
     }
 
     void send_ready_buckets(bool during_backward) {
@@ -133,10 +134,8 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
             if (ready[i]) continue;
             Bucket& b = buckets[bucket_of[i]];
             at::Tensor& slot = b.views[slot_of[i]];
-            if (parameters[i].grad().defined())
-                slot.copy_(parameters[i].grad());
-            else
-                slot.zero_();
+            if (parameters[i].grad().defined()) slot.copy_(parameters[i].grad());
+            else slot.zero_();
             --b.pending;
         }
         send_ready_buckets(false);
@@ -149,10 +148,8 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
             if (used_anywhere[static_cast<std::int64_t>(i)] == 0) continue;  // untouched, as without DDP
             const at::Tensor average = buckets[bucket_of[i]].views[slot_of[i]].div(world_size);
             at::Tensor& grad = parameters[i].mutable_grad();
-            if (grad.defined())
-                grad.copy_(average);
-            else
-                grad = average;
+            if (grad.defined()) grad.copy_(average);
+            else grad = average;
         }
     }
 };

@@ -62,7 +62,8 @@ public:
             if (!one_is_gone && waited_for_a_departure()) members = store_->members();
         } catch (const std::exception&) {
             return fmt::format("the group's rendezvous at {}, hosted by the machine of rank 0, is gone: that machine "
-                               "failed, or its in_ddp ended", store_->endpoint().describe());
+                               "failed, or its in_ddp ended",
+                               store_->endpoint().describe());
         }
         std::string news;
         for (const store::Member& m : members) {
@@ -104,8 +105,7 @@ private:
     // with the same port may reach the master's previous store in the moment before it
     // closes. Each process numbers its calls to an address; the master writes its number
     // into its new store, and the others wait for the store that has theirs.
-    void connect_to_this_call(const Endpoint& endpoint, const std::string& call,
-                              std::chrono::milliseconds timeout) {
+    void connect_to_this_call(const Endpoint& endpoint, const std::string& call, std::chrono::milliseconds timeout) {
         const auto deadline = std::chrono::steady_clock::now() + timeout;
         auto left = [&] {
             return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -124,8 +124,8 @@ private:
             if (std::chrono::steady_clock::now() >= deadline)
                 throw Error(fmt::format("mpify::in_ddp: the rendezvous at {} is still that of another in_ddp call "
                                         "(call {} there, {} here) after {} ms: does every machine make the same "
-                                        "in_ddp calls?", endpoint.describe(), found.empty() ? "?" : found, call,
-                                        timeout.count()));
+                                        "in_ddp calls?",
+                                        endpoint.describe(), found.empty() ? "?" : found, call, timeout.count()));
             std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the old store is closing
         }
     }
@@ -155,7 +155,8 @@ private:
                 store::as_string(store_->compareSet("mpify/owner/" + std::to_string(rank), {}, store::as_bytes(me)));
             if (owner != me)
                 throw UsageError(fmt::format("mpify::in_ddp: rank {} is claimed by {} and by this machine, {}; give "
-                                             "each machine its own base_rank (node rank)", rank, owner, me));
+                                             "each machine its own base_rank (node rank)",
+                                             rank, owner, me));
         }
     }
 
@@ -187,7 +188,8 @@ void with_remote_rendezvous(const DdpOptions& options, const Placement& placemen
         server.emplace(endpoint, secret);
     } catch (const std::exception& e) {
         throw UsageError(fmt::format("mpify::in_ddp: cannot open the rendezvous store for the ranks on other "
-                                     "machines: {}", e.what()));
+                                     "machines: {}",
+                                     e.what()));
     }
     DdpOptions group = options;
     group.addr = endpoint.host;  // each machine's Gloo takes its address on the route here
@@ -207,7 +209,8 @@ void with_rendezvous(const DdpOptions& options, const Placement& placement, int 
         throw UsageError(fmt::format(
             "mpify::in_ddp: Options::restarts needs a group that this call owns (its {} ranks; a group of {} was "
             "asked): callers on other machines would restart apart. Place the ranks from one caller "
-            "(Options::placement), or restart the whole job with your launcher", n, world));
+            "(Options::placement), or restart the whole job with your launcher",
+            n, world));
     if (options.port < 0 || options.port > 65535)
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
     if (placement.launcher != Placement::Launcher::this_machine) {

@@ -30,7 +30,8 @@ long long number(const char* name, const char* launcher, long long largest) {
     const long long value = std::strtoll(text.c_str(), &end, 10);
     if (*end != '\0' || errno != 0 || value < 0 || value > largest)
         throw UsageError(fmt::format("mpify::DdpOptions::from_environment: {}='{}' (set by {}) is not a whole "
-                                     "number from 0 to {}", name, text, launcher, largest));
+                                     "number from 0 to {}",
+                                     name, text, launcher, largest));
     return value;
 }
 
@@ -38,8 +39,8 @@ int count(const char* name, const char* launcher) { return static_cast<int>(numb
 
 int required(const char* name, const char* because, const char* launcher) {
     if (!present(name))
-        throw UsageError(fmt::format("mpify::DdpOptions::from_environment: {} is set but {} is not; {}", because,
-                                     name, launcher));
+        throw UsageError(fmt::format("mpify::DdpOptions::from_environment: {} is set but {} is not; {}", because, name,
+                                     launcher));
     return count(name, because);
 }
 
@@ -54,7 +55,8 @@ int port_from(const char* launcher, int fallback) {
 void place(DdpOptions& o, int node, int nodes, const char* node_name, const char* nodes_name) {
     if (nodes < 1 || node >= nodes)
         throw UsageError(fmt::format("mpify::DdpOptions::from_environment: {}={} does not fit {}={} (node indices "
-                                     "run from 0 to {} - 1)", node_name, node, nodes_name, nodes, nodes_name));
+                                     "run from 0 to {} - 1)",
+                                     node_name, node, nodes_name, nodes, nodes_name));
     o.node_rank = node;
     o.nodes = nodes;
 }
@@ -62,7 +64,8 @@ void place(DdpOptions& o, int node, int nodes, const char* node_name, const char
 std::string master_required(const char* launcher, const char* how) {
     if (auto addr = variable("MASTER_ADDR")) return *addr;
     throw UsageError(fmt::format("mpify::DdpOptions::from_environment: under {} the master's address is needed "
-                                 "and MASTER_ADDR is not set; {}", launcher, how));
+                                 "and MASTER_ADDR is not set; {}",
+                                 launcher, how));
 }
 
 }  // namespace
@@ -78,7 +81,8 @@ DdpOptions DdpOptions::from_environment() {
         const int node = count(node_name, launcher);
         if (present("NODE_RANK") && present("GROUP_RANK") && count("GROUP_RANK", launcher) != node)
             throw UsageError(fmt::format("mpify::DdpOptions::from_environment: NODE_RANK={} and GROUP_RANK={} "
-                                         "disagree; unset one", node, count("GROUP_RANK", launcher)));
+                                         "disagree; unset one",
+                                         node, count("GROUP_RANK", launcher)));
         place(o, node, required("NNODES", node_name, "set the number of nodes"), node_name, "NNODES");
         o.addr = o.nodes > 1 ? master_required(launcher, "set it to the address of the node with index 0")
                              : variable("MASTER_ADDR").value_or(o.addr);
@@ -105,7 +109,8 @@ DdpOptions DdpOptions::from_environment() {
         if (nodes > 1 && !present("SLURM_STEP_ID"))
             throw UsageError(fmt::format("mpify::DdpOptions::from_environment: SLURM_NNODES={} but SLURM_STEP_ID is "
                                          "not set: this is the job's batch script, which runs on the first node only; "
-                                         "start the program on every node with srun --ntasks-per-node=1", nodes));
+                                         "start the program on every node with srun --ntasks-per-node=1",
+                                         nodes));
         if (present("SLURM_NTASKS") && count("SLURM_NTASKS", launcher) != nodes)
             throw UsageError(fmt::format(
                 "mpify::DdpOptions::from_environment: Slurm started {} tasks on {} nodes; mpify wants one task per "

@@ -48,9 +48,7 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-bool is_loopback(const std::string& addr) {
-    return addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
-}
+bool is_loopback(const std::string& addr) { return addr == "127.0.0.1" || addr == "localhost" || addr == "::1"; }
 
 bool cuda_usable() {
 #ifdef USE_C10D_NCCL
@@ -140,8 +138,8 @@ struct GlooGroup {
 // A Gloo group whose every pair proved to be its two ranks' connection, formed again when
 // one did not (each attempt under a prefix of its own, so on new ports). `name` tells
 // the store's keys of this group from those of another formed by the same guard.
-GlooGroup form_gloo_group(const c10::intrusive_ptr<store::Client>& store, const DdpSettings& s,
-                          const FormingLog& log, const std::string& name = "gloo") {
+GlooGroup form_gloo_group(const c10::intrusive_ptr<store::Client>& store, const DdpSettings& s, const FormingLog& log,
+                          const std::string& name = "gloo") {
     std::string last;
     for (int attempt = 0; attempt < gloo_attempts; ++attempt) {
         const std::string phase = name + std::to_string(attempt);
@@ -213,10 +211,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> form_shared_memory_group(const c10::intru
     std::vector<pid_t> pids;
     std::string failures;
     for (std::size_t rank = 0; rank < reports.size(); ++rank) {
-        if (reports[rank].rfind("pid ", 0) == 0)
-            pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
-        else
-            failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
+        if (reports[rank].rfind("pid ", 0) == 0) pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
+        else failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
     }
     if (!failures.empty()) {
         if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");

@@ -87,11 +87,10 @@ void post_and_wait(store::Client& store, const DdpSettings& s, const std::string
         store.wait(keys, s.timeout);
     } catch (const std::exception&) {
         const Missing missing = missing_ranks(store, s, phase);
-        throw Error(fmt::format(
-            "mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
-            "Did every process start, with the same world_size, addr and port?",
-            s.rank, s.world_size, missing.ranks, failure, missing.hosts, store.endpoint().describe(),
-            s.timeout.count()));
+        throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
+                                "Did every process start, with the same world_size, addr and port?",
+                                s.rank, s.world_size, missing.ranks, failure, missing.hosts,
+                                store.endpoint().describe(), s.timeout.count()));
     }
 }
 

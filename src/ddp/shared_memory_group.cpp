@@ -153,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(
     std::function<void(std::chrono::steady_clock::time_point)> collective) {
     auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
     std::function<void()> queued = [this, future, outputs = std::move(outputs),
-                                     collective = std::move(collective)]() mutable {
+                                    collective = std::move(collective)]() mutable {
         try {
             collective(std::chrono::steady_clock::now() + timeout_);
             future->markCompleted(c10::IValue(outputs));
@@ -247,8 +247,8 @@ void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_
     if (getRank() != root) data.write_back();
 }
 
-void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                                      std::uint64_t sequence, std::chrono::steady_clock::time_point deadline) {
+void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input, std::uint64_t sequence,
+                                      std::chrono::steady_clock::time_point deadline) {
     const at::Tensor source = input.contiguous();
     const std::string what = "allgather";
     CollectiveCall call;
@@ -336,8 +336,8 @@ void SharedMemoryGroup::abandon() noexcept {
     (void)fallback_.release();
 }
 
-c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::allreduce_coalesced(
-    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& options) {
+c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                      const c10d::AllreduceCoalescedOptions& options) {
     return fallback().allreduce_coalesced(tensors, options);
 }
 c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::reduce(std::vector<at::Tensor>& tensors,
@@ -378,9 +378,8 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::alltoall_base(at::Tensor& outp
                                                                 const c10d::AllToAllOptions& options) {
     return fallback().alltoall_base(output, input, output_split_sizes, input_split_sizes, options);
 }
-c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::alltoall(std::vector<at::Tensor>& outputs,
-                                                           std::vector<at::Tensor>& inputs,
-                                                           const c10d::AllToAllOptions& options) {
+c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::alltoall(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions& options) {
     return fallback().alltoall(outputs, inputs, options);
 }
 c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {

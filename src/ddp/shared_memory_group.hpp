@@ -66,8 +66,7 @@ public:
                                                        std::vector<at::Tensor>& inputs,
                                                        const c10d::AllgatherOptions& options) override;
     c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                          std::vector<at::Tensor>& inputs,
-                                          const c10d::GatherOptions& options) override;
+                                          std::vector<at::Tensor>& inputs, const c10d::GatherOptions& options) override;
     c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const c10d::ScatterOptions& options) override;

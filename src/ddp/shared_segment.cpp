@@ -84,8 +84,8 @@ SharedSegment::SharedSegment(UniqueFd descriptor, void* base, std::size_t size, 
 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept
     : descriptor_(std::move(other.descriptor_)), base_(std::exchange(other.base_, nullptr)),
-      size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_),
-      slot_bytes_(other.slot_bytes_), peers_(std::move(other.peers_)) {}
+      size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_), slot_bytes_(other.slot_bytes_),
+      peers_(std::move(other.peers_)) {}
 
 SharedSegment::~SharedSegment() {
     if (base_ != nullptr) ::munmap(base_, size_);
@@ -110,7 +110,7 @@ SharedSegment SharedSegment::create(int world, std::size_t slot_bytes) {
 }
 
 std::string SharedSegment::locator() const {
-    struct stat st {};
+    struct stat st{};
     if (::fstat(descriptor_.get(), &st) != 0) throw Error("the group's shared memory is closed already");
     return fmt::format("{} {} {} {} {} {}", ::getpid(), descriptor_.get(), st.st_dev, st.st_ino, size_, slot_bytes_);
 }
@@ -124,7 +124,7 @@ SharedSegment SharedSegment::open(const std::string& locator, int world, int ran
     const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd_number);
     UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), O_RDWR | O_CLOEXEC); }));
     if (!fd) throw Error(fmt::format("cannot open rank 0's shared memory at {}: {}", path, std::strerror(errno)));
-    struct stat st {};
+    struct stat st{};
     if (::fstat(fd.get(), &st) != 0 || st.st_dev != device || st.st_ino != inode || st.st_uid != ::geteuid() ||
         static_cast<unsigned long long>(st.st_size) != size || size != segment_bytes(world, slot_bytes))
         throw Error(fmt::format("{} is not the shared memory rank 0 made for {} ranks", path, world));
@@ -197,7 +197,8 @@ void SharedSegment::check_not_failed(const std::string& what) const {
     if (failed < 0) return;
     if (failed == rank_)
         throw Error(fmt::format("{}: this rank's group failed in an earlier collective; the group cannot be used "
-                                "any more", what));
+                                "any more",
+                                what));
     throw Error(fmt::format("{}: rank {} failed in a collective of the group (its own error says why); the group "
                             "cannot be used any more",
                             what, failed));

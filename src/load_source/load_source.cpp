@@ -186,7 +186,7 @@ std::string compile_and_load(const std::string& path, const SourceOptions& optio
     Fingerprint key;
     key.add(content);
     for (const std::string& word : compile_command(source, "", libmpify, options)) key.add(word);
-    struct stat lib {};
+    struct stat lib{};
     if (::stat(libmpify.c_str(), &lib) == 0)
         key.add(fmt::format("{}:{}.{}", lib.st_size, lib.st_mtim.tv_sec, lib.st_mtim.tv_nsec));
     const fs::path library = folder / fmt::format("{}-{}.so", source.stem().string(), key.hex());
@@ -209,8 +209,8 @@ std::string compile_and_load(const std::string& path, const SourceOptions& optio
         fs::remove(log, ec);
         if (!compiled) {
             fs::remove(partial, ec);
-            throw CompileError(fmt::format("mpify::load_source: {} does not compile.\ncommand: {}\n{}",
-                                           source.string(), shell_words(cmd), output));
+            throw CompileError(fmt::format("mpify::load_source: {} does not compile.\ncommand: {}\n{}", source.string(),
+                                           shell_words(cmd), output));
         }
         const fs::path partial_fingerprint = folder / (unique + ".fingerprint");
         std::ofstream(partial_fingerprint) << fingerprint_of_file(partial);

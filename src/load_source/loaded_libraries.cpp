@@ -30,8 +30,8 @@ bool defined_here(const void* address, const std::string& library) {
     ElfW(Sym)* symbol = nullptr;  // dladdr1 fills a void*; the table it points into is read-only
     if (::dladdr1(address, &info, reinterpret_cast<void**>(&symbol), RTLD_DL_SYMENT) == 0 || symbol == nullptr)
         return false;
-    return info.dli_fname != nullptr && library == info.dli_fname &&
-           ELF64_ST_TYPE(symbol->st_info) == STT_FUNC && ELF64_ST_BIND(symbol->st_info) == STB_GLOBAL;
+    return info.dli_fname != nullptr && library == info.dli_fname && ELF64_ST_TYPE(symbol->st_info) == STT_FUNC &&
+           ELF64_ST_BIND(symbol->st_info) == STB_GLOBAL;
 }
 
 }  // namespace

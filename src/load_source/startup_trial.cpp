@@ -58,7 +58,8 @@ Trial run_trial(const std::string& library) {
     const auto deadline = std::chrono::steady_clock::now() + startup_limit;
     bool output_open = true;
     while (output_open || !trial.finished) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) break;
         pollfd fds[2] = {{output_open ? output.read_end.get() : -1, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
         if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
@@ -73,7 +74,8 @@ Trial run_trial(const std::string& library) {
             }
         }
         if (!trial.finished && (pidfd.get() < 0 || (fds[1].revents & POLLIN))) {
-            trial.finished = retry_on_eintr([&] { return ::waitid(P_PID, pid, &trial.status, WEXITED | WNOHANG); }) == 0 &&
+            trial.finished = retry_on_eintr([&] { return ::waitid(P_PID, pid, &trial.status, WEXITED | WNOHANG); }) ==
+                                 0 &&
                              trial.status.si_pid == pid;
             if (!trial.finished && pidfd.get() < 0) trial.finished = wait_for_child(pid, &trial.status);
         }
@@ -101,7 +103,7 @@ std::string what_happened(const Trial& trial) {
 }  // namespace
 
 void check_library_starts(const std::string& library, const std::string& source) {
-    struct stat marker {};
+    struct stat marker{};
     if (::stat(marker_of(library).c_str(), &marker) == 0) return;
     const Trial trial = run_trial(library);
     if (trial.finished && trial.status.si_code == CLD_EXITED && trial.status.si_status == 0) {
@@ -110,10 +112,10 @@ void check_library_starts(const std::string& library, const std::string& source)
     }
     std::string output = trial.output;
     while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-    throw Error(fmt::format(
-        "mpify::load_source: {} compiled, but its start-up (the static initializers of {}) {} when a "
-        "separate process loaded it, so it was not loaded into this one{}{}",
-        source, library, what_happened(trial), output.empty() ? "" : "; its output:\n", output));
+    throw Error(
+        fmt::format("mpify::load_source: {} compiled, but its start-up (the static initializers of {}) {} when a "
+                    "separate process loaded it, so it was not loaded into this one{}{}",
+                    source, library, what_happened(trial), output.empty() ? "" : "; its output:\n", output));
 }
 
 void forget_library_start(const std::string& library) { ::unlink(marker_of(library).c_str()); }

@@ -20,8 +20,7 @@ ChildProcess adopt_child(pid_t pid) {
     if (!child.pidfd) {
         const int e = errno;
         kill_and_reap(pid);
-        throw SpawnError(fmt::format("mpify: pidfd_open failed ({}); mpify needs Linux 5.3 or newer",
-                                     ::strerror(e)));
+        throw SpawnError(fmt::format("mpify: pidfd_open failed ({}); mpify needs Linux 5.3 or newer", ::strerror(e)));
     }
     return child;
 }

@@ -56,7 +56,8 @@ struct ConnectBackListener::Pending {
 ConnectBackListener::ConnectBackListener(const std::string& address, int port) : address_(address) {
     if (is_wildcard(address))
         throw UsageError(fmt::format("mpify: remote workers connect back to one address of this machine, the one "
-                                     "on the route to their nodes, not to '{}' (every interface)", address));
+                                     "on the route to their nodes, not to '{}' (every interface)",
+                                     address));
     Endpoint endpoint;
     endpoint.host = address;
     endpoint.port = port;
@@ -122,7 +123,8 @@ void ConnectBackListener::accept_new(const CallSecret& secret, std::chrono::mill
         auto arrived = std::make_unique<Pending>(std::move(fd), secret, Clock::now() + patience);
         if (pending.size() >= most_pending) {  // the one that has had longest to prove itself makes room
             refuse(*pending.front(), fmt::format("closed to make room: {} connections were already proving "
-                                                 "themselves", most_pending));
+                                                 "themselves",
+                                                 most_pending));
             pending.erase(pending.begin());
         }
         if (!send_small(arrived->fd.get(), arrived->admission.challenge())) {
@@ -140,8 +142,9 @@ bool ConnectBackListener::advance(Pending& p, int world_size, const std::vector<
     const ReadResult got = read_some(p.fd.get(), buffer, std::min(missing, sizeof buffer));
     if (got.kind == ReadResult::would_block) return false;
     if (got.kind != ReadResult::bytes) {
-        refuse(p, got.kind == ReadResult::end_of_file ? "it closed the connection before proving a rank"
-                                                      : std::string("reading failed: ") + std::strerror(got.error_number));
+        refuse(p, got.kind == ReadResult::end_of_file
+                      ? "it closed the connection before proving a rank"
+                      : std::string("reading failed: ") + std::strerror(got.error_number));
         return true;
     }
     p.answer.append(buffer, got.size);

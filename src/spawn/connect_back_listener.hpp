@@ -60,8 +60,7 @@ private:
     void accept_new(const CallSecret& secret, std::chrono::milliseconds patience,
                     std::vector<std::unique_ptr<Pending>>& pending);
     // Reads what `pending` sent; true when it is done, admitted or refused.
-    bool advance(Pending& pending, int world_size, const std::vector<bool>& wanted,
-                 std::map<int, UniqueFd>& admitted);
+    bool advance(Pending& pending, int world_size, const std::vector<bool>& wanted, std::map<int, UniqueFd>& admitted);
     void refuse(const Pending& pending, const std::string& why);
 
     std::string address_;

@@ -19,8 +19,8 @@ namespace {
 // Between fork and exec only async-signal-safe calls: this runs in a copy of a
 // multithreaded process whose other threads (and their locks) did not come along.
 // A failure is reported as its errno through `error_pipe`.
-[[noreturn]] void exec_child(const LaunchSpec& spec, const ChildSetup& setup, char* const* argv,
-                             char* const* envp, int error_pipe) {
+[[noreturn]] void exec_child(const LaunchSpec& spec, const ChildSetup& setup, char* const* argv, char* const* envp,
+                             int error_pipe) {
     int error = set_up_worker_child(setup);
     if (error == 0) {
         ::execve(spec.executable.c_str(), argv, envp);

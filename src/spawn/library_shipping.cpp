@@ -39,7 +39,7 @@ std::map<std::string, KnownOffer>& known_offers() {
 }
 
 struct stat stat_of(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     if (::stat(path.c_str(), &info) != 0)
         throw std::system_error(errno, std::generic_category(), "mpify: cannot read " + path);
     return info;
@@ -92,8 +92,8 @@ LibraryDelivery deliver_library(int link, const LibraryOffer& offer, Clock::time
             delivery.bytes_sent = send_library_bytes(link, offer, deadline);
         } catch (const std::exception&) {
             // An agent that gave up midway (its disk full) said why before it closed.
-            const LinkMessage last = receive_link_message(link, std::min(deadline, Clock::now() + std::chrono::seconds(1)),
-                                                          "the agent's refusal");
+            const LinkMessage last = receive_link_message(
+                link, std::min(deadline, Clock::now() + std::chrono::seconds(1)), "the agent's refusal");
             if (last.type == LinkType::refused) throw std::runtime_error(last.payload);
             throw;
         }

@@ -47,7 +47,8 @@ std::string allocation_of(const Placement& placement, int remote_ranks) {
             std::max(1, (remote_ranks + per_node - 1) / per_node), per_node, per_node));
     if (job.find_first_not_of("0123456789_") != std::string::npos)
         throw UsageError(fmt::format("mpify: Placement::slurm: '{}' is not a Slurm job id (digits, as squeue shows "
-                                     "them)", job));
+                                     "them)",
+                                     job));
     return job;
 }
 
@@ -80,7 +81,8 @@ std::string caller_address_toward(const std::string& node) {
     if (!answer.succeeded || at == std::string::npos)
         throw UsageError(fmt::format("mpify: Placement::slurm: this machine does not resolve the node name {}, and "
                                      "`{}` gave no NodeAddr ({}); set Placement::caller_address to this machine's "
-                                     "address that the nodes reach", node, query, answer.how));
+                                     "address that the nodes reach",
+                                     node, query, answer.how));
     const auto start = at + key.size();
     const std::string address = answer.output.substr(start, answer.output.find_first_of(" \t\n", start) - start);
     debug_line(fmt::format("Placement::slurm: node {} is {} (NodeAddr)", node, address));
@@ -111,7 +113,8 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     // One step per rank, sharing the allocation's CPUs with the caller's own step, if any;
     // srun passes its stdin (the secret) to the step's one task.
     resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "
-                                   "--quiet {}%C", job, options_words(placement));
+                                   "--quiet {}%C",
+                                   job, options_words(placement));
     resolved.launcher = Placement::Launcher::command;
     return resolved;
 }

@@ -49,7 +49,8 @@ std::string filled_template(const std::string& pattern, const std::string& host,
         else if (next == "%") out += '%';
         else
             throw UsageError(fmt::format("mpify: Placement::command '{}' has '%{}'; it may hold %H (the host), %C "
-                                         "(the agent's command) and %% (a %)", pattern, next));
+                                         "(the agent's command) and %% (a %)",
+                                         pattern, next));
         ++i;
     }
     return out;
@@ -68,8 +69,8 @@ void check_placement(const Placement& placement, std::size_t remote_ranks) {
     const std::size_t hosts_needed = (remote_ranks + per_host - 1) / per_host;
     if (placement.hosts.size() < hosts_needed)
         throw UsageError(fmt::format("mpify: {} ranks run on other machines, {} per host, so Placement::hosts needs {} "
-                                     "hosts; it has {}", remote_ranks, placement.ranks_per_host, hosts_needed,
-                                     placement.hosts.size()));
+                                     "hosts; it has {}",
+                                     remote_ranks, placement.ranks_per_host, hosts_needed, placement.hosts.size()));
 }
 
 }  // namespace
@@ -131,9 +132,10 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
 }
 
 void RemoteRanks::launch(const Placement& placement, int rank, const std::string& host) {
-    const std::string agent = fmt::format("env {} {} {}",
-        shell_quoted(fmt::format("{}=tcp:{}:{}", connect_env_var, listener_->address(), listener_->port())),
-        shell_quoted(fmt::format("{}={}", connect_rank_env_var, rank)), shell_quoted(worker_program_));
+    const std::string agent =
+        fmt::format("env {} {} {}",
+                    shell_quoted(fmt::format("{}=tcp:{}:{}", connect_env_var, listener_->address(), listener_->port())),
+                    shell_quoted(fmt::format("{}={}", connect_rank_env_var, rank)), shell_quoted(worker_program_));
     auto launched = std::make_unique<Launched>();
     launched->rank = rank;
     launched->host = host;
@@ -195,12 +197,14 @@ void RemoteRanks::greet(Rank& rank, Clock::time_point deadline) {
     rank.host = said.host;
     if (said.mpify_version != MPIFY_VERSION_STRING)
         throw SpawnError(fmt::format("mpify: the agent on {} runs mpify {}, this caller mpify {}: install the same "
-                                     "mpify on every machine", said.host, said.mpify_version, MPIFY_VERSION_STRING));
+                                     "mpify on every machine",
+                                     said.host, said.mpify_version, MPIFY_VERSION_STRING));
     if (said.torch_version != MPIFY_TORCH_VERSION_STRING)
-        throw SpawnError(fmt::format("mpify: the agent on {} runs an mpify built with LibTorch {}, this caller's is "
-                                     "built with LibTorch {}: install the same LibTorch, and mpify built against it, on "
-                                     "every machine", said.host, said.torch_version.empty() ? "?" : said.torch_version,
-                                     MPIFY_TORCH_VERSION_STRING));
+        throw SpawnError(
+            fmt::format("mpify: the agent on {} runs an mpify built with LibTorch {}, this caller's is "
+                        "built with LibTorch {}: install the same LibTorch, and mpify built against it, on "
+                        "every machine",
+                        said.host, said.torch_version.empty() ? "?" : said.torch_version, MPIFY_TORCH_VERSION_STRING));
 }
 
 StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::string>& variables, Relay relay,
@@ -225,8 +229,8 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     std::map<std::string, std::string> marked = variables;
     marked.erase(worker_env_var);
     marked[stand_in_env_var] = fmt::format("{}@{}", rank, state.host);
-    StartedWorker started = start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(),
-                                         deadline);
+    StartedWorker started =
+        start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(), deadline);
     state.link.reset();  // the stand-in holds it now
     debug_line(fmt::format("rank {} on {}: worker and stand-in started {}", rank, state.host, since_start()));
     return started;
@@ -239,8 +243,8 @@ std::string RemoteRanks::library_path(int rank, const std::string& path, std::op
         const Clock::time_point began = Clock::now();
         const LibraryOffer offer = offer_library(path);
         // Time to answer, and to receive the bytes at 1 MiB/s at least.
-        const auto answer_by = sooner(deadline, Clock::now() + std::chrono::seconds(30) +
-                                                    std::chrono::seconds(offer.size >> 20)).value();
+        const auto answer_by =
+            sooner(deadline, Clock::now() + std::chrono::seconds(30) + std::chrono::seconds(offer.size >> 20)).value();
         const LibraryDelivery delivery = deliver_library(state.link.get(), offer, answer_by);
         const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
         const char* how = delivery.here.how == LibraryHere::at_its_path ? "found at its path"
@@ -259,7 +263,8 @@ std::string RemoteRanks::library_path(int rank, const std::string& path, std::op
 const std::string& RemoteRanks::host(int rank) const { return ranks_.at(rank).host; }
 
 std::string RemoteRanks::since_start() const {
-    return fmt::format("at +{} ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_).count());
+    return fmt::format("at +{} ms",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_).count());
 }
 
 void RemoteRanks::launcher_failed(const Launched& launched, const std::string& what) {

@@ -107,9 +107,10 @@ TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::se
         if (ready == 0) {
             const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             throw TemplateUnavailable(
-                Kind::silent, fmt::format("the warm template (pid {}) did not answer within {:.1f} s, waiting for it {} "
-                                          "(stopped, e.g. by SIGSTOP, or stuck); it was killed",
-                                          process_.pid, waited, waiting_for));
+                Kind::silent,
+                fmt::format("the warm template (pid {}) did not answer within {:.1f} s, waiting for it {} "
+                            "(stopped, e.g. by SIGSTOP, or stuck); it was killed",
+                            process_.pid, waited, waiting_for));
         }
         // A reply sent just before the template died is still worth reading.
         if (ready > 0 && (fds.revents(0) & POLLIN)) {

@@ -26,8 +26,8 @@ namespace {
 
 // Variables that libraries read as they load (the loader, glibc's malloc, OpenMP, BLAS):
 // a template that started with other values would give its workers the wrong ones.
-constexpr const char* load_time_prefixes[] = {"LD_", "GLIBC_TUNABLES=", "MALLOC_", "OMP_",
-                                              "GOMP_", "KMP_", "MKL_", "OPENBLAS_"};
+constexpr const char* load_time_prefixes[] = {"LD_",  "GLIBC_TUNABLES=", "MALLOC_", "OMP_", "GOMP_", "KMP_",
+                                              "MKL_", "OPENBLAS_"};
 
 bool read_at_load(const std::string& entry) {
     return std::any_of(std::begin(load_time_prefixes), std::end(load_time_prefixes),

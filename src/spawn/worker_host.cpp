@@ -44,9 +44,9 @@ std::string directory_of(const std::string& path) {
 std::string find_mpify_worker() {
     if (const char* over = std::getenv("MPIFY_WORKER_PROGRAM"); over && *over) {
         if (::access(over, X_OK) == 0) return over;
-        throw SpawnError(fmt::format(
-            "mpify: MPIFY_WORKER_PROGRAM is '{}', which is not an executable file; "
-            "point it at mpify-worker or unset it", over));
+        throw SpawnError(fmt::format("mpify: MPIFY_WORKER_PROGRAM is '{}', which is not an executable file; "
+                                     "point it at mpify-worker or unset it",
+                                     over));
     }
     const std::string libdir = directory_of(libmpify_path());
     const std::string candidates[] = {
@@ -57,28 +57,28 @@ std::string find_mpify_worker() {
     };
     for (const std::string& candidate : candidates)
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    throw SpawnError(fmt::format(
-        "mpify: cannot find the mpify-worker program (looked next to {} and in {}); "
-        "install mpify completely or set MPIFY_WORKER_PROGRAM to its path", libmpify_path(),
-        MPIFY_INSTALL_BINDIR));
+    throw SpawnError(fmt::format("mpify: cannot find the mpify-worker program (looked next to {} and in {}); "
+                                 "install mpify completely or set MPIFY_WORKER_PROGRAM to its path",
+                                 libmpify_path(), MPIFY_INSTALL_BINDIR));
 }
 
 WorkerHost choose_worker_host(const void* address, const std::string& name) {
     const ObjectLocation where = locate_object(address);
     if (!where.found) {
-        throw UsageError(fmt::format(
-            "mpify: function '{}' lives in no program or shared library file (was it compiled "
-            "by an interpreter?). Other processes cannot run code that exists only in this "
-            "process's memory: compile it into a shared library (mpify::load_source, or your "
-            "build) and load that library.", name));
+        throw UsageError(fmt::format("mpify: function '{}' lives in no program or shared library file (was it compiled "
+                                     "by an interpreter?). Other processes cannot run code that exists only in this "
+                                     "process's memory: compile it into a shared library (mpify::load_source, or your "
+                                     "build) and load that library.",
+                                     name));
     }
     WorkerHost host;
     if (where.is_main_program) {
         if (!init_ran()) {
-            throw UsageError(fmt::format(
-                "mpify: function '{}' is defined in this program, but the program never called "
-                "mpify::init(argc, argv). Call it first thing in main(): a worker is this same "
-                "program restarted, and mpify::init is where it serves its call.", name));
+            throw UsageError(
+                fmt::format("mpify: function '{}' is defined in this program, but the program never called "
+                            "mpify::init(argc, argv). Call it first thing in main(): a worker is this same "
+                            "program restarted, and mpify::init is where it serves its call.",
+                            name));
         }
         host.executable = "/proc/self/exe";
         host.argv = own_command_line();

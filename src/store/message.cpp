@@ -19,7 +19,8 @@ std::string encode(const Message& message) {
     for (const std::string& field : message.fields) body += 4 + field.size();
     if (body > max_body_bytes || message.fields.size() > max_fields)
         throw MalformedMessage(fmt::format("a store message of {} bytes in {} fields is over the limit ({} bytes, "
-                                           "{} fields)", body, message.fields.size(), max_body_bytes, max_fields));
+                                           "{} fields)",
+                                           body, message.fields.size(), max_body_bytes, max_fields));
     ByteWriter out;
     out.u32(static_cast<std::uint32_t>(body));
     out.u8(static_cast<std::uint8_t>(message.tag));

@@ -135,8 +135,7 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
     std::map<std::string, std::string>& data = state_->data;
     auto fields_are = [&](std::size_t n) { return m.fields.size() == n; };
     switch (m.tag) {
-        case Tag::introduce:
-            return introduce(c, m);
+        case Tag::introduce: return introduce(c, m);
         case Tag::set:
             if (!fields_are(2)) return failed("set takes a key and a value");
             if (!store_value(m.fields[0], m.fields[1])) return failed(store_full());
@@ -169,17 +168,16 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
             data.erase(found);
             return ok(1);
         }
-        case Tag::check:
-            return ok(has_all(m.fields) ? 1 : 0);
-        case Tag::count:
-            return ok(static_cast<std::int64_t>(data.size()));
+        case Tag::check: return ok(has_all(m.fields) ? 1 : 0);
+        case Tag::count: return ok(static_cast<std::int64_t>(data.size()));
         case Tag::get:
         case Tag::wait: {
             if (m.tag == Tag::get && !fields_are(1)) return failed("get takes a key");
             if (auto reply = answer_if_ready(m)) return reply;
             // number: how long the caller waits, in ms; it hears "timed out" after that.
-            c.blocked_until = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(
-                                                 m.number, 0, std::int64_t{24} * 3600 * 1000));
+            c.blocked_until =
+                Clock::now() +
+                std::chrono::milliseconds(std::clamp<std::int64_t>(m.number, 0, std::int64_t{24} * 3600 * 1000));
             c.blocked = std::move(m);
             return std::nullopt;
         }
@@ -192,8 +190,7 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
                              m.fields.empty() ? "" : m.fields[0]);
             return ok();
         case Tag::ok:
-        case Tag::failed:
-            break;
+        case Tag::failed: break;
     }
     return failed("not a request");
 }
@@ -374,7 +371,8 @@ void Server::serve() {
         const bool listening = now >= state_->listener_paused_until;
         polled.add(listening ? listener_.get() : -1, POLLIN);
         if (!listening) next_deadline = std::min(next_deadline, state_->listener_paused_until);
-        for (auto& c : connections) polled.add(c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)));
+        for (auto& c : connections)
+            polled.add(c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)));
         std::optional<Clock::time_point> wake_at;
         if (next_deadline != Clock::time_point::max()) wake_at = next_deadline;
         try {

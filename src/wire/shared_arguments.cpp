@@ -37,7 +37,7 @@ KeptMemfd& kept_memfd() {
 }
 
 std::size_t file_size(int fd) {
-    struct stat status {};
+    struct stat status{};
     return ::fstat(fd, &status) == 0 ? static_cast<std::size_t>(status.st_size) : 0;
 }
 
@@ -69,8 +69,8 @@ bool keep_between_calls(std::size_t bytes) {
 
 // What a failed write of arguments into the memfd (`total` bytes in all) throws.
 SpawnError write_failure(std::size_t total, const std::system_error& e) {
-    return SpawnError(
-        fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}", total, e.code().message()));
+    return SpawnError(fmt::format("mpify: cannot write {} bytes of arguments to shared memory: {}", total,
+                                  e.code().message()));
 }
 
 }  // namespace
@@ -82,7 +82,8 @@ SharedArguments SharedArguments::open(std::size_t size) {
         return {};
     SharedArguments shared(take_memfd());
     if (shared.fd_ && ::lseek(shared.fd_.get(), 0, SEEK_SET) != 0)
-        throw SpawnError(fmt::format("mpify: cannot rewind the shared memory for the arguments: {}", std::strerror(errno)));
+        throw SpawnError(fmt::format("mpify: cannot rewind the shared memory for the arguments: {}",
+                                     std::strerror(errno)));
     return shared;
 }
 

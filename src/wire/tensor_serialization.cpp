@@ -18,7 +18,8 @@ TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
     if (!saved.defined) return saved;
     if (tensor.is_sparse() || tensor.is_quantized() || tensor.is_mkldnn())
         throw Error(fmt::format("mpify: cannot send a {} tensor; convert it to a dense one first "
-                                "(to_dense() / dequantize())", tensor.layout() == at::kStrided ? "quantized" : "sparse"));
+                                "(to_dense() / dequantize())",
+                                tensor.layout() == at::kStrided ? "quantized" : "sparse"));
     saved.dtype = static_cast<std::int8_t>(tensor.scalar_type());
     saved.sizes = tensor.sizes().vec();
     saved.requires_grad = tensor.requires_grad();
@@ -36,7 +37,7 @@ TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
 }
 
 at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vector<std::int64_t>& sizes, bool requires_grad,
-                            void*& data, std::size_t& nbytes) {
+                                    void*& data, std::size_t& nbytes) {
     const auto type = static_cast<at::ScalarType>(dtype);
     at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(type).device(at::kCPU));
     if (requires_grad) tensor.requires_grad_(true);

@@ -85,16 +85,18 @@ void serve_if_connecting() {
     ::unsetenv(connect_env_var);  // processes this worker starts are not workers
     const std::optional<CallSecret> secret = take_secret();
     const int rank = static_cast<int>(environment_number(connect_rank_env_var, -1, Malformed::use_fallback,
-                                                          "mpify worker", 0, INT_MAX));
+                                                         "mpify worker", 0, INT_MAX));
     if (rank < 0) give_up(where, rank, std::string(connect_rank_env_var) + " is not a rank");
     if (!secret)
-        give_up(where, rank, std::string(connect_secret_env_var) + " (or the first line of stdin) is missing or not a call's secret");
+        give_up(where, rank,
+                std::string(connect_secret_env_var) +
+                    " (or the first line of stdin) is missing or not a call's secret");
     try {
         const Endpoint caller = Endpoint::parse(where, connect_env_var);
-        UniqueFd channel = connect_to(caller, Clock::now() + reach_patience, []() noexcept { return false; },
-                                      "the caller's port",
-                                      "Is the caller still running, and does this machine reach that address (a "
-                                      "firewall, a route)?");
+        UniqueFd channel = connect_to(
+            caller, Clock::now() + reach_patience, []() noexcept { return false; }, "the caller's port",
+            "Is the caller still running, and does this machine reach that address (a "
+            "firewall, a route)?");
         prove_to_caller(channel.get(), *secret, rank, Clock::now() + proof_patience);
         run_remote_agent(std::move(channel), where, rank);
     } catch (const std::exception& e) {

@@ -109,10 +109,9 @@ pid_t fork_for_parent() {
     }
     // Flags as glibc's fork, plus CLONE_PARENT. No new stack: the child continues on a
     // copy of this one, as after fork().
-    const long pid = ::syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
-                               nullptr, nullptr, thread_id_field, nullptr);
-    if (pid == 0 && robust_list_head != nullptr)
-        ::syscall(SYS_set_robust_list, robust_list_head, robust_list_size);
+    const long pid = ::syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, nullptr,
+                               nullptr, thread_id_field, nullptr);
+    if (pid == 0 && robust_list_head != nullptr) ::syscall(SYS_set_robust_list, robust_list_head, robust_list_size);
     return static_cast<pid_t>(pid);
 }
 

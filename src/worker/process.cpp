@@ -38,13 +38,13 @@ bool is_worker() { return detail::is_worker_process(); }
 // Queries that must not throw: a malformed value (set by hand, or by another launcher)
 // reads as if the variable were unset.
 int local_rank() {
-    return static_cast<int>(
-        detail::environment_number("LOCAL_RANK", 0, detail::Malformed::use_fallback, "mpify", 0, INT_MAX));
+    return static_cast<int>(detail::environment_number("LOCAL_RANK", 0, detail::Malformed::use_fallback, "mpify", 0,
+                                                       INT_MAX));
 }
 
 int local_world_size() {
-    return static_cast<int>(
-        detail::environment_number("LOCAL_WORLD_SIZE", 1, detail::Malformed::use_fallback, "mpify", 1, INT_MAX));
+    return static_cast<int>(detail::environment_number("LOCAL_WORLD_SIZE", 1, detail::Malformed::use_fallback, "mpify",
+                                                       1, INT_MAX));
 }
 
 bool detail::init_ran() noexcept { return init_called; }

@@ -109,8 +109,8 @@ private:
             }
             case LinkType::alive: break;
             default:
-                throw std::runtime_error(
-                    fmt::format("the caller sent a message of type {} mid-call", static_cast<int>(message.type)));
+                throw std::runtime_error(fmt::format("the caller sent a message of type {} mid-call",
+                                                     static_cast<int>(message.type)));
         }
     }
 
@@ -166,7 +166,8 @@ private:
 // Says hello, places the call's libraries, takes the call's variables and starts the
 // worker with them.
 StartedWorker start_rank_worker(int link, int rank) {
-    send_link_message(link, LinkType::hello, encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
+    send_link_message(link, LinkType::hello,
+                      encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
     // Before the start come the call's libraries, each found here or received.
     LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     while (start.type == LinkType::library) {
@@ -181,8 +182,8 @@ StartedWorker start_rank_worker(int link, int rank) {
     host.executable = "/proc/self/exe";  // this agent's own program: mpify-worker
     host.argv = {"mpify-worker", fmt::format("(rank {})", rank)};
     try {
-        StartedWorker worker = start_worker(Spawner::exec, host, Relay::lines, environment_with(variables), -1,
-                                            std::nullopt);
+        StartedWorker worker =
+            start_worker(Spawner::exec, host, Relay::lines, environment_with(variables), -1, std::nullopt);
         send_link_message(link, LinkType::started, encode_number(worker.process.pid));
         return worker;
     } catch (const std::exception& e) {

@@ -41,8 +41,7 @@ FunctionEntry find_function(const CallMeta& call) {
     found.erase(std::remove_if(found.begin(), found.end(),
                                [&](const FunctionEntry& e) {
                                    const ObjectLocation object = locate_object(e.address);
-                                   return call.library.empty() ? !object.is_main_program
-                                                               : object.path != call.library;
+                                   return call.library.empty() ? !object.is_main_program : object.path != call.library;
                                }),
                 found.end());
     if (found.size() == 1) {
@@ -56,12 +55,14 @@ FunctionEntry find_function(const CallMeta& call) {
         return found.front();
     }
     if (found.empty())
-        throw std::runtime_error(fmt::format(
-            "mpify worker: no function named '{}' is registered in {} (was the file rebuilt "
-            "without its MPIFY_REGISTER?)", call.function, where));
-    throw std::runtime_error(fmt::format(
-        "mpify worker: {} functions are registered as '{}' in {}; register them with their "
-        "qualified names (MPIFY_REGISTER(ns::f)) or rename one", found.size(), call.function, where));
+        throw std::runtime_error(
+            fmt::format("mpify worker: no function named '{}' is registered in {} (was the file rebuilt "
+                        "without its MPIFY_REGISTER?)",
+                        call.function, where));
+    throw std::runtime_error(
+        fmt::format("mpify worker: {} functions are registered as '{}' in {}; register them with their "
+                    "qualified names (MPIFY_REGISTER(ns::f)) or rename one",
+                    found.size(), call.function, where));
 }
 
 // A call from a caller of another mpify version: its layout, its functions' ABI and the
@@ -71,7 +72,8 @@ void check_call_version(const std::string& caller_version) {
     throw std::runtime_error(fmt::format(
         "mpify worker: the caller runs mpify {} and this worker mpify {} ({}); the processes of a call must run "
         "one version of mpify: rebuild the program against one installation, or set MPIFY_WORKER_PROGRAM to the "
-        "mpify-worker of the caller's", caller_version, MPIFY_VERSION_STRING, libmpify_path()));
+        "mpify-worker of the caller's",
+        caller_version, MPIFY_VERSION_STRING, libmpify_path()));
 }
 
 std::int64_t monotonic_ns() {
@@ -109,7 +111,8 @@ void load_library(const std::string& path, const char* holding) {
     if (path.empty() || is_loaded(path) || ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return;
     const char* why = ::dlerror();
     throw std::runtime_error(fmt::format("mpify worker: cannot load {}, which holds {}: {} (this worker runs mpify {}, "
-                                         "{})", path, holding, why ? why : "?", MPIFY_VERSION_STRING, libmpify_path()));
+                                         "{})",
+                                         path, holding, why ? why : "?", MPIFY_VERSION_STRING, libmpify_path()));
 }
 
 // Runs the call and returns the result blob; throws whatever fn throws.
@@ -141,10 +144,10 @@ std::string run_call(const CallMeta& call, std::string_view args) {
     load_library(call.context_library, "the context");
     ContextEntry context;
     if (!find_context(call.context_key, context))
-        throw std::runtime_error(fmt::format(
-            "mpify worker: the context type {} is not registered in this worker; register it "
-            "with MPIFY_REGISTER_CONTEXT in the program or library that defines the function",
-            demangle(call.context_key.c_str())));
+        throw std::runtime_error(
+            fmt::format("mpify worker: the context type {} is not registered in this worker; register it "
+                        "with MPIFY_REGISTER_CONTEXT in the program or library that defines the function",
+                        demangle(call.context_key.c_str())));
     context.run(&Body::run, &body);
     return result;
 }

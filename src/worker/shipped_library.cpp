@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 // symbolic link: it is about to be loaded.
 bool holds_offered_bytes(const std::string& path, const LibraryOffer& offer, bool own_copy) {
     if (own_copy && !private_regular_file(path)) return false;
-    struct stat info {};
+    struct stat info{};
     if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
         static_cast<std::uint64_t>(info.st_size) != offer.size)
         return false;
@@ -59,7 +59,9 @@ public:
     IncomingCopy(const IncomingCopy&) = delete;
     IncomingCopy& operator=(const IncomingCopy&) = delete;
 
-    void write(std::string_view bytes) { write_all(file_.get(), bytes.data(), bytes.size(), "writing a shipped library"); }
+    void write(std::string_view bytes) {
+        write_all(file_.get(), bytes.data(), bytes.size(), "writing a shipped library");
+    }
 
     // Gives the copy the name `name`, never replacing a file there; false when `name` is
     // taken (another agent of the call placed it first).
@@ -67,9 +69,9 @@ public:
         if (::fchmod(file_.get(), 0500) != 0)
             throw std::system_error(errno, std::generic_category(), "making a shipped library read-only");
         const int linked = temporary_name_.empty()
-            ? ::linkat(AT_FDCWD, fmt::format("/proc/self/fd/{}", file_.get()).c_str(), AT_FDCWD, name.c_str(),
-                       AT_SYMLINK_FOLLOW)
-            : ::link(temporary_name_.c_str(), name.c_str());
+                               ? ::linkat(AT_FDCWD, fmt::format("/proc/self/fd/{}", file_.get()).c_str(), AT_FDCWD,
+                                          name.c_str(), AT_SYMLINK_FOLLOW)
+                               : ::link(temporary_name_.c_str(), name.c_str());
         if (linked == 0) return true;
         if (errno == EEXIST) return false;
         throw std::system_error(errno, std::generic_category(), "naming the shipped library " + name.string());
@@ -93,15 +95,16 @@ void receive_copy(int link, const LibraryOffer& offer, const fs::path& folder, c
             throw std::runtime_error(fmt::format("the caller sent a message of type {} amid the bytes of {}",
                                                  static_cast<int>(piece.type), offer.path));
         if (piece.payload.size() > offer.size - received)
-            throw std::runtime_error(fmt::format("the caller sent more than the {} bytes of {} it offered",
-                                                 offer.size, offer.path));
+            throw std::runtime_error(fmt::format("the caller sent more than the {} bytes of {} it offered", offer.size,
+                                                 offer.path));
         incoming.write(piece.payload);
         hash.add(piece.payload);
         received += piece.payload.size();
     }
     if (hash.finish() != offer.hash)
         throw std::runtime_error(fmt::format("the bytes of {} that arrived do not have the hash offered (did the file "
-                                             "change while it was sent?)", offer.path));
+                                             "change while it was sent?)",
+                                             offer.path));
     if (incoming.place_as(copy) || holds_offered_bytes(copy, offer, true)) return;
     ::unlink(copy.c_str());  // a damaged copy under the name: this one replaces it
     if (!incoming.place_as(copy))
@@ -113,8 +116,8 @@ LibraryHere place(int link, const LibraryOffer& offer, Clock::duration patience)
     if (offer.size > most_shipped_library_bytes)
         throw std::runtime_error(fmt::format("{} is not here and is {} bytes, more than an agent takes ({})",
                                              offer.path, offer.size, most_shipped_library_bytes));
-    const fs::path folder = private_cache_folder(
-        user_cache_root(), "shipped", {"mpify agent", "MPIFY_CACHE_DIR for the agent on its machine"});
+    const fs::path folder = private_cache_folder(user_cache_root(), "shipped",
+                                                 {"mpify agent", "MPIFY_CACHE_DIR for the agent on its machine"});
     const fs::path copy = folder / (hex_digits(offer.hash) + ".so");
     if (holds_offered_bytes(copy, offer, true)) return {LibraryHere::in_cache, copy.string()};
     receive_copy(link, offer, folder, copy, patience);

@@ -36,7 +36,8 @@ public:
     [[noreturn]] void run() {
         std::string lost;
         while (lost.empty() && !link_closed_) lost = relay_once();
-        if (lost.empty() && !end_) lost = "its connection closed before the rank ended (its agent or machine went away)";
+        if (lost.empty() && !end_)
+            lost = "its connection closed before the rank ended (its agent or machine went away)";
         finish(lost);
     }
 

@@ -46,14 +46,15 @@ std::map<std::string, FileIdentity> loaded_libraries;
 char program_name[16] = {};
 
 TemplateReply load_library(const std::string& path) {
-    struct stat info {};
+    struct stat info{};
     if (::stat(path.c_str(), &info) != 0)
         return {TemplateStatus::failed, -1, fmt::format("cannot find {}: {}", path, std::strerror(errno))};
     const FileIdentity now{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
     const auto known = loaded_libraries.find(path);
     if (known != loaded_libraries.end()) {
         if (known->second == now) return {};
-        return {TemplateStatus::stale_library, -1, fmt::format("{} changed on disk since the template loaded it", path)};
+        return {TemplateStatus::stale_library, -1,
+                fmt::format("{} changed on disk since the template loaded it", path)};
     }
     if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
         return {TemplateStatus::failed, -1, fmt::format("cannot load {}: {}", path, ::dlerror())};
@@ -65,7 +66,8 @@ TemplateReply load_library(const std::string& path) {
 TemplateReply threaded(int threads) {
     return {TemplateStatus::unusable, -1,
             fmt::format("the template has {} threads (started by a static initializer of the program or of a "
-                        "library it loaded), and forking a process with threads is unsafe", threads)};
+                        "library it loaded), and forking a process with threads is unsafe",
+                        threads)};
 }
 
 // In the forked worker: take the caller's fds and environment, then serve the call as an
@@ -116,8 +118,7 @@ void serve_if_template() {
 
     TemplateReply ready{TemplateStatus::ok, ::getpid(), {}};
     std::string why_not;
-    if (const int threads = thread_count(); threads != 1)
-        ready = threaded(threads);
+    if (const int threads = thread_count(); threads != 1) ready = threaded(threads);
     else if (const ForkReadiness readiness = prepare_fork_for_parent(why_not); readiness != ForkReadiness::ready)
         // Not now (the caller tries a new template on a later call) or never (exec from now on).
         ready = {readiness == ForkReadiness::never ? TemplateStatus::unusable : TemplateStatus::failed, -1,

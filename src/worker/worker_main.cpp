@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
         ::_exit(0);  // no static destructors: only the start-up was on trial
     }
     mpify::init(argc, argv);  // in a worker, never returns
-    std::fprintf(stderr,
-                 "mpify-worker serves calls for mpify::ranch, which starts it; it does nothing "
-                 "when started by hand.\n");
+    std::fprintf(stderr, "mpify-worker serves calls for mpify::ranch, which starts it; it does nothing "
+                         "when started by hand.\n");
     return 2;
 }

@@ -75,14 +75,13 @@ TEST_CASE("a program linked with mpify::core loads no LibTorch, nor do its worke
 TEST_CASE("mpify-worker serving a plain library loads no LibTorch") {
     for (const mpify::Spawner spawner : {mpify::Spawner::exec, mpify::Spawner::warm_template}) {
         INFO("spawner " << (spawner == mpify::Spawner::exec ? "exec" : "template"));
-        check_ranks_load_no_torch(
-            mpify::ranch(with_spawner(spawner), 3, core_only::objects_loaded_by_library_rank));
+        check_ranks_load_no_torch(mpify::ranch(with_spawner(spawner), 3, core_only::objects_loaded_by_library_rank));
     }
 }
 
 TEST_CASE("a plain function compiled by load_source loads no LibTorch") {
-    const std::filesystem::path folder = std::filesystem::temp_directory_path() /
-                                         ("mpify_core_only_" + std::to_string(::getpid()));
+    const std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("mpify_core_only_" + std::to_string(::getpid()));
     std::filesystem::create_directories(folder);
     const std::filesystem::path source = folder / "plain.cpp";
     std::ofstream(source) << "#include <mpify/mpify.hpp>\n"
@@ -102,8 +101,8 @@ TEST_CASE("a plain function compiled by load_source loads no LibTorch") {
     options.cache_dir = (folder / "cache").string();
     const std::string library = mpify::load_source(source.string(), options);
     using Fn = std::vector<std::string> (*)();
-    const auto loaded_here = reinterpret_cast<Fn>(
-        ::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD), "core_only_loaded_here"));
+    const auto loaded_here =
+        reinterpret_cast<Fn>(::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD), "core_only_loaded_here"));
     REQUIRE(loaded_here != nullptr);
     check_ranks_load_no_torch({loaded_here()});  // the caller, with the library loaded
     check_ranks_load_no_torch(mpify::ranch(with_spawner(mpify::Spawner::exec), 2, loaded_here));

@@ -15,10 +15,20 @@
 
 namespace {
 
-constexpr const char* names[] = {
-    "NODE_RANK",          "GROUP_RANK",          "NNODES",       "MASTER_ADDR",  "MASTER_PORT",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_NODEID", "SLURM_NNODES", "SLURM_STEP_ID",
-    "SLURM_NTASKS",       "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID"};
+constexpr const char* names[] = {"NODE_RANK",
+                                 "GROUP_RANK",
+                                 "NNODES",
+                                 "MASTER_ADDR",
+                                 "MASTER_PORT",
+                                 "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "SLURM_NODEID",
+                                 "SLURM_NNODES",
+                                 "SLURM_STEP_ID",
+                                 "SLURM_NTASKS",
+                                 "SLURM_STEP_NODELIST",
+                                 "SLURM_JOB_NODELIST",
+                                 "SLURM_JOB_ID"};
 constexpr std::size_t name_count = std::size(names);
 
 }  // namespace

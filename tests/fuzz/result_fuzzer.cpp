@@ -36,7 +36,9 @@ void read_back(std::string_view blob) {
 
 namespace mpify::detail {
 // The label of the call in the message: no registry here.
-std::string call_label(const void*, int n, const char* api) { return std::string(api) + "(fuzzed, n=" + std::to_string(n) + ")"; }
+std::string call_label(const void*, int n, const char* api) {
+    return std::string(api) + "(fuzzed, n=" + std::to_string(n) + ")";
+}
 }  // namespace mpify::detail
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

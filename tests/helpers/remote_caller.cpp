@@ -55,8 +55,8 @@ void ship(const mpify::Options& options, int n) {
     const std::string library = mpify::load_source(source);
     std::cout << "library: " << library << std::endl;
     using Square = std::string (*)(int);
-    auto* square = reinterpret_cast<Square>(::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD),
-                                                    "shipped_square"));
+    auto* square =
+        reinterpret_cast<Square>(::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD), "shipped_square"));
     if (square == nullptr) throw std::runtime_error("no shipped_square in " + library);
     for (int call = 1; call <= 2; ++call) {
         const auto results = mpify::ranch(options, n, square, 3);
@@ -70,7 +70,8 @@ void ship(const mpify::Options& options, int n) {
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
+        std::cerr
+            << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];

@@ -39,8 +39,7 @@ TEST_CASE("the byte codec reads back what it wrote, little-endian whatever the m
     CHECK_NOTHROW(r.expect_end());
 }
 
-TEST_CASE("the byte codec refuses to read past the end, counts the rest cannot hold, and bytes left over",
-          "[common]") {
+TEST_CASE("the byte codec refuses to read past the end, counts the rest cannot hold, and bytes left over", "[common]") {
     ByteWriter w;
     w.u32(1000);  // a string of 1000 bytes announced, 3 present
     const std::string bytes = w.take() + "abc";

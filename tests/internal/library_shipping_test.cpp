@@ -43,9 +43,7 @@ struct Folder {
     }
 };
 
-void write_file(const fs::path& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -101,7 +99,7 @@ std::vector<std::string> names_in(const fs::path& folder) {
 }
 
 unsigned mode_of(const fs::path& path) {
-    struct stat info {};
+    struct stat info{};
     REQUIRE(::lstat(path.c_str(), &info) == 0);
     return info.st_mode & 07777;
 }
@@ -109,7 +107,8 @@ unsigned mode_of(const fs::path& path) {
 }  // namespace
 
 TEST_CASE("a library the agent's machine has at its path is used there, one it lacks is shipped into its cache "
-          "once, read-only, named by its hash, and a stale or damaged copy is not used", "[shipping]") {
+          "once, read-only, named by its hash, and a stale or damaged copy is not used",
+          "[shipping]") {
     Folder folder;
     const fs::path cache = folder.path / "cache";
     const ScopedEnvironment cache_variable({{"MPIFY_CACHE_DIR", cache.string()}});
@@ -166,7 +165,8 @@ TEST_CASE("a library the agent's machine has at its path is used there, one it l
 }
 
 TEST_CASE("a library that changes while it travels is refused by the agent, which keeps no part of it, and a cache "
-          "folder others can write is refused", "[shipping]") {
+          "folder others can write is refused",
+          "[shipping]") {
     Folder folder;
     const fs::path cache = folder.path / "cache";
     const ScopedEnvironment cache_variable({{"MPIFY_CACHE_DIR", cache.string()}});

@@ -80,7 +80,8 @@ TEST_CASE("store messages decode to what was encoded and refuse anything malform
     const std::string body = store::encode(m).substr(4);
     CHECK_THROWS_WITH(store::decode_body(body + "x"), Contains("1 bytes after its last field"));
     CHECK_THROWS_WITH(store::decode_body(body.substr(0, body.size() - 1)), Contains("needs"));
-    CHECK_THROWS_WITH(store::decode_body(std::string("\x63") + std::string(12, '\0')), Contains("unknown store message tag 99"));
+    CHECK_THROWS_WITH(store::decode_body(std::string("\x63") + std::string(12, '\0')),
+                      Contains("unknown store message tag 99"));
     // 2^32-1 fields announced in a 13-byte body: refused before anything is reserved.
     CHECK_THROWS_WITH(store::decode_body(std::string(9, '\3') + std::string(4, '\xff')), Contains("fields in 0 bytes"));
     std::string huge = "\xff\xff\xff\x7f";  // 2 GiB announced
@@ -319,8 +320,8 @@ TEST_CASE("a store with a secret serves only connections that prove it, and stra
     // A stranger who sends a request without proof: refused (its request is taken as the
     // answer to the challenge, and wrong), the challenge the only bytes it ever gets.
     auto stranger = outsider(e);
-    send_bytes(stranger.get(), store::encode(store::Message{store::Tag::set, 0, {"mpify/joined/1", "x"}}) +
-                                   std::string(200, 'x'));
+    send_bytes(stranger.get(),
+               store::encode(store::Message{store::Tag::set, 0, {"mpify/joined/1", "x"}}) + std::string(200, 'x'));
     std::string heard;
     char buffer[256];
     for (ssize_t got; (got = ::recv(stranger.get(), buffer, sizeof buffer, 0)) > 0;) heard.append(buffer, got);

@@ -26,7 +26,7 @@ using mpify::detail::SharedArguments;
 namespace {
 
 struct stat file_status(int fd) {
-    struct stat status {};
+    struct stat status{};
     REQUIRE(::fstat(fd, &status) == 0);
     return status;
 }
@@ -97,7 +97,9 @@ TEST_CASE("a child forked from the process does not write the memfd its parent k
 
 TEST_CASE("much smaller arguments give back the memfd's pages they leave unused", "[shared_arguments]") {
     const auto keep = keeping("1");
-    { const SharedArguments large(std::string(8u << 20, 'a')); }
+    {
+        const SharedArguments large(std::string(8u << 20, 'a'));
+    }
     const SharedArguments small(std::string(1u << 20, 'b'));
     REQUIRE(small.fd() >= 0);
     CHECK(static_cast<std::size_t>(file_status(small.fd()).st_size) == 1u << 20);

@@ -88,8 +88,7 @@ TEST_CASE("a worker's end is classified from its status and what it sent", "[sup
     }
 }
 
-TEST_CASE("a stop is SIGTERM, then SIGKILL once the grace has passed; SIGKILL at once without grace",
-          "[supervisor]") {
+TEST_CASE("a stop is SIGTERM, then SIGKILL once the grace has passed; SIGKILL at once without grace", "[supervisor]") {
     const Clock::time_point now = Clock::now();
     const StopPlan::Step graceful = StopPlan{250ms}.begin(now);
     CHECK(graceful.signal == SIGTERM);
@@ -282,8 +281,7 @@ TEST_CASE("the supervisor sends the call, takes the result and the output's last
     SupervisedCall call;
     {
         Supervisor supervisor(call.options, std::nullopt, call.failures, call.interrupts);
-        supervisor.add(1,
-                       fork_worker([](int channel, int out) -> int {
+        supervisor.add(1, fork_worker([](int channel, int out) -> int {
                            read_call(channel, call_head.size() + no_args->size());
                            (void)!::write(out, "line\npartial", 12);
                            write_frame(channel, FrameType::result, "the result");
@@ -298,19 +296,18 @@ TEST_CASE("the supervisor sends the call, takes the result and the output's last
 }
 
 TEST_CASE("a worker's failure stops the others: one that ignores SIGTERM is killed after the grace, and is no "
-          "failure of its own", "[supervisor]") {
+          "failure of its own",
+          "[supervisor]") {
     SupervisedCall call;
     const Clock::time_point started = Clock::now();
     {
         Supervisor supervisor(call.options, std::nullopt, call.failures, call.interrupts);
-        supervisor.add(1,
-                       fork_worker([](int channel, int) -> int {
+        supervisor.add(1, fork_worker([](int channel, int) -> int {
                            ::signal(SIGTERM, SIG_IGN);  // only SIGKILL ends it
                            return take_the_call_and_run_on(channel);
                        }),
                        call_head, no_args);
-        supervisor.add(2,
-                       fork_worker([](int channel, int) -> int {
+        supervisor.add(2, fork_worker([](int channel, int) -> int {
                            read_call(channel, call_head.size() + no_args->size());
                            return 5;
                        }),
@@ -328,9 +325,8 @@ TEST_CASE("the supervisor's deadline stops a worker that runs too long and names
     SupervisedCall call;
     {
         Supervisor supervisor(call.options, Clock::now() + 50ms, call.failures, call.interrupts);
-        supervisor.add(3,
-                       fork_worker([](int channel, int) { return take_the_call_and_run_on(channel); }),
-                       call_head, no_args);
+        supervisor.add(3, fork_worker([](int channel, int) { return take_the_call_and_run_on(channel); }), call_head,
+                       no_args);
         supervisor.run();
     }
     const RankFailure failure = only_failure<TimeoutError>(call.failures);

@@ -69,8 +69,7 @@ TEST_CASE("what the cache keeps stays within twice the tensors' peak; the blocks
     CHECK(tensor_memory_figures().in_use + tensor_memory_figures().kept <= 2 * peak);
 }
 
-TEST_CASE("a tensor that outlives the cache is unmapped when it is freed, and nested caches count",
-          "[tensor_memory]") {
+TEST_CASE("a tensor that outlives the cache is unmapped when it is freed, and nested caches count", "[tensor_memory]") {
     c10::Allocator* before = c10::GetCPUAllocator();
     std::optional<at::Tensor> survivor;
     {

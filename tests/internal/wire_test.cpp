@@ -19,8 +19,8 @@ TEST_CASE("frames are reassembled whatever the size of the pieces they arrive in
     const std::string big(300000, 'b');
     const std::string stream = frame_bytes(FrameType::result, "first") + frame_bytes(FrameType::result, "") +
                                frame_bytes(FrameType::failure, big) + frame_bytes(FrameType::result, "last");
-    for (std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{9}, std::size_t{10}, std::size_t{4096},
-                              stream.size()}) {
+    for (std::size_t piece :
+         {std::size_t{1}, std::size_t{2}, std::size_t{9}, std::size_t{10}, std::size_t{4096}, stream.size()}) {
         INFO("piece size " << piece);
         FrameParser parser;
         std::vector<Frame> frames;

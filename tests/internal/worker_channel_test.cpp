@@ -75,7 +75,8 @@ std::string reap(const HandStartedWorker& worker, int& status) {
     REQUIRE(::waitpid(worker.pid, &status, 0) == worker.pid);
     std::string said;
     char buffer[4096];
-    for (ssize_t n; (n = ::read(worker.err, buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(worker.err, buffer, sizeof buffer)) > 0;)
+        said.append(buffer, static_cast<std::size_t>(n));
     ::close(worker.err);
     return said;
 }
@@ -94,9 +95,8 @@ TEST_CASE("a worker whose caller closes the channel in the middle of a 4 GiB cal
           "[wire][worker]") {
     const HandStartedWorker worker = start_worker_by_hand();
     // A call announcing 4 GiB, 1 MiB of it, then the caller's end closes.
-    send_all(worker.channel,
-             mpify::detail::frame_header(mpify::detail::FrameType::call, std::uint64_t{4} << 30) +
-                 std::string(1 << 20, 'a'));
+    send_all(worker.channel, mpify::detail::frame_header(mpify::detail::FrameType::call, std::uint64_t{4} << 30) +
+                                 std::string(1 << 20, 'a'));
     ::close(worker.channel);
     int status = 0;
     const std::string said = reap(worker, status);

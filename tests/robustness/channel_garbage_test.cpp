@@ -82,8 +82,9 @@ TEST_CASE("a result with bytes left over is refused, naming the rank", "[robustn
     const mpify::RankFailure failure = failure_of_rank_1(result_frame(payload.size(), payload), what);
     CHECK(failure.rank == 1);
     CHECK(failure.kind == mpify::RankFailure::Kind::unreadable_result);
-    CHECK_THAT(what, Catch::Contains("mpify::ranch(") && Catch::Contains("rank 1 returned a result that the caller "
-                                                                         "could not read") &&
+    CHECK_THAT(what, Catch::Contains("mpify::ranch(") &&
+                         Catch::Contains("rank 1 returned a result that the caller "
+                                         "could not read") &&
                          Catch::Contains("reading it as int") && Catch::Contains("4 of its 8 bytes were left over"));
     CHECK(mpify_test::has_no_children());
 }

@@ -25,7 +25,7 @@ void reap_every_child(int) {
 class ForeignReaper {
 public:
     ForeignReaper() {
-        struct sigaction action {};
+        struct sigaction action{};
         action.sa_handler = reap_every_child;
         action.sa_flags = SA_RESTART;
         sigemptyset(&action.sa_mask);
@@ -34,7 +34,7 @@ public:
     ~ForeignReaper() { ::sigaction(SIGCHLD, &previous_, nullptr); }
 
 private:
-    struct sigaction previous_ {};
+    struct sigaction previous_{};
 };
 
 }  // namespace

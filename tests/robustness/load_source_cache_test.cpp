@@ -22,13 +22,13 @@ namespace {
 
 fs::path source_in(const std::string& folder, const std::string& function) {
     const fs::path path = fs::path(folder) / (function + ".cpp");
-    std::ofstream(path) << "#include <mpify/mpify.hpp>\nint " << function << "(int x) { return x + 1; }\nMPIFY_REGISTER("
-                        << function << ");\n";
+    std::ofstream(path) << "#include <mpify/mpify.hpp>\nint " << function
+                        << "(int x) { return x + 1; }\nMPIFY_REGISTER(" << function << ");\n";
     return path;
 }
 
 unsigned mode_of(const fs::path& path) {
-    struct stat info {};
+    struct stat info{};
     REQUIRE(::stat(path.c_str(), &info) == 0);
     return info.st_mode & 07777;
 }

@@ -79,8 +79,8 @@ TEST_CASE("calls with the standard fds closed", "[.closed_standard_fds]") {
 }
 
 TEST_CASE("a caller started with fds 0, 1 and 2 closed works", "[robustness]") {
-    const std::string command = "(/proc/" + std::to_string(::getpid()) +
-                                "/exe \"[.closed_standard_fds]\" <&- >&- 2>&-); echo \"exit=$?\"";
+    const std::string command =
+        "(/proc/" + std::to_string(::getpid()) + "/exe \"[.closed_standard_fds]\" <&- >&- 2>&-); echo \"exit=$?\"";
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[256] = {};

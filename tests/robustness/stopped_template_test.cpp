@@ -30,8 +30,8 @@ TEST_CASE("a stopped warm template fails the call at its timeout naming the temp
     } catch (const mpify::SpawnError& e) {
         error = e.what();
     }
-    CHECK_THAT(error, Catch::Contains("warm template (pid " + std::to_string(stopped.front())) &&
-                          Catch::Contains("timeout"));
+    CHECK_THAT(error,
+               Catch::Contains("warm template (pid " + std::to_string(stopped.front())) && Catch::Contains("timeout"));
     for (pid_t pid : stopped) CHECK(::kill(pid, 0) != 0);  // killed (and reaped), not left stopped
 
     options.timeout = std::chrono::seconds(0);

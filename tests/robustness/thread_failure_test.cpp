@@ -38,8 +38,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("a call that cannot start a thread fails with an mpify::Error and leaves no worker",
-          "[robustness]") {
+TEST_CASE("a call that cannot start a thread fails with an mpify::Error and leaves no worker", "[robustness]") {
     // Whatever lasts between calls (the warm template and the thread that starts it) is
     // made first: this call is the one that needs a new thread.
     REQUIRE(mpify::ranch(2, in_program::add, 1, 2) == std::vector<int>{3, 4});

@@ -38,7 +38,8 @@ public:
         REQUIRE(::fcntl(ends_[0], F_SETFL, O_NONBLOCK) == 0);
         std::string text;
         char buffer[4096];
-        for (ssize_t n; (n = ::read(ends_[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(ends_[0], buffer, sizeof buffer)) > 0;)
+            text.append(buffer, static_cast<std::size_t>(n));
         return text;
     }
 

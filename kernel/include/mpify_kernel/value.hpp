@@ -97,7 +97,8 @@ std::string type_name() {
 template <class T, class = void>
 struct is_range : std::false_type {};
 template <class T>
-struct is_range<T, std::void_t<decltype(std::begin(std::declval<const T&>())), decltype(std::end(std::declval<const T&>()))>>
+struct is_range<
+    T, std::void_t<decltype(std::begin(std::declval<const T&>())), decltype(std::end(std::declval<const T&>()))>>
     : std::true_type {};
 
 template <class T, class = void>
@@ -109,7 +110,8 @@ struct is_streamable<T, std::void_t<decltype(std::declval<std::ostream&>() << st
 template <class T, class = void>
 struct is_pair_like : std::false_type {};
 template <class T>
-struct is_pair_like<T, std::void_t<decltype(std::tuple_size<T>::value), decltype(std::get<0>(std::declval<const T&>()))>>
+struct is_pair_like<T,
+                    std::void_t<decltype(std::tuple_size<T>::value), decltype(std::get<0>(std::declval<const T&>()))>>
     : std::true_type {};
 
 template <class T, class = void>
@@ -144,7 +146,8 @@ std::string text(const T& value) {
     using U = std::decay_t<T>;
     if constexpr (std::is_same_v<U, bool>) {
         return value ? "true" : "false";
-    } else if constexpr (std::is_same_v<U, char> || std::is_same_v<U, signed char> || std::is_same_v<U, unsigned char>) {
+    } else if constexpr (std::is_same_v<U, char> || std::is_same_v<U, signed char> ||
+                         std::is_same_v<U, unsigned char>) {
         return quoted(std::string_view(reinterpret_cast<const char*>(&value), 1), '\'');
     } else if constexpr (std::is_integral_v<U>) {
         return std::to_string(value);
