@@ -7,26 +7,32 @@
 namespace mpify_examples {
 
 Metric accuracy() {
-    return {"accuracy", [](const at::Tensor& output, const at::Tensor& target) {
+    return {"accuracy",
+            [](const at::Tensor& output, const at::Tensor& target) {
                 const double correct = output.argmax(1).eq(target).sum().item<double>();
                 return std::pair{correct, static_cast<double>(target.size(0))};
-            }};
+            },
+            {}};
 }
 
 Metric accuracy_multi(double threshold) {
-    return {"accuracy_multi", [threshold](const at::Tensor& output, const at::Tensor& target) {
+    return {"accuracy_multi",
+            [threshold](const at::Tensor& output, const at::Tensor& target) {
                 const at::Tensor predicted = output.sigmoid().gt(threshold);
                 const double correct = predicted.eq(target.gt(0.5)).sum().item<double>();
                 return std::pair{correct, static_cast<double>(target.numel())};
-            }};
+            },
+            {}};
 }
 
 Metric exact_match(double threshold) {
-    return {"exact_match", [threshold](const at::Tensor& output, const at::Tensor& target) {
+    return {"exact_match",
+            [threshold](const at::Tensor& output, const at::Tensor& target) {
                 const at::Tensor predicted = output.sigmoid().gt(threshold);
                 const double all_right = predicted.eq(target.gt(0.5)).all(1).sum().item<double>();
                 return std::pair{all_right, static_cast<double>(target.size(0))};
-            }};
+            },
+            {}};
 }
 
 Metric rmse() {

@@ -17,6 +17,7 @@
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace mpify::detail {
@@ -65,27 +66,30 @@ void say_restart(const RankFailure& cause, int restart, int restarts, int n) {
 
 void run_with_restarts(const Options& options, const void* function, const char* api, int n, bool arguments_reusable,
                        const std::function<void(const Options& attempt, bool last_attempt)>& attempt) {
+    if (options.restarts == 0) {
+        // One attempt, its errors as they are. Inside an attempt of a call that restarts
+        // (in_ddp's ranch), the outer attempt's number stays.
+        if (options.env.count(restart_count_env_var) != 0) return attempt(options, true);
+        Options only = options;
+        only.env[restart_count_env_var] = "0";
+        return attempt(only, true);
+    }
     const std::string label = call_label(function, n, api);
     if (options.restarts < 0)
         throw UsageError(fmt::format("{}: Options::restarts is {}; it counts restarts, 0 for none", label,
                                      options.restarts));
-    if (options.restarts > 0 && !arguments_reusable)
+    if (!arguments_reusable)
         throw UsageError(fmt::format("{}: Options::restarts needs arguments that the caller's rank can pass to fn "
                                      "again, and one of them can only be moved; pass it as a copyable value, or "
                                      "set restarts to 0",
                                      label));
-    // An interrupt between two attempts, when no call watches, still ends the call.
-    std::optional<InterruptWatch> interrupts;
-    if (options.restarts > 0) interrupts.emplace();
+    const InterruptWatch interrupts;  // an interrupt between two attempts, when no call watches, ends it too
     const std::optional<Clock::time_point> deadline = deadline_of(options);
     std::vector<RankFailure> failures;  // every failed attempt's, in order
     for (int k = 0;; ++k) {
         Options this_attempt = options;
         this_attempt.restarts = 0;
-        // A call that does not restart inside an attempt of one that does (in_ddp's ranch)
-        // keeps the outer attempt's number.
-        if (options.restarts > 0 || this_attempt.env.count(restart_count_env_var) == 0)
-            this_attempt.env[restart_count_env_var] = std::to_string(k);
+        this_attempt.env[restart_count_env_var] = std::to_string(k);
         if (deadline) this_attempt.timeout = milliseconds_left(*deadline);
         const bool last = k == options.restarts;
         std::exception_ptr error;
@@ -102,12 +106,11 @@ void run_with_restarts(const Options& options, const void* function, const char*
         } catch (const SpawnError&) {
             throw;
         } catch (...) {
-            if (options.restarts == 0) throw;  // as it was: the attempt's own error
             error = std::current_exception();
             for (RankFailure& f : failures_of_current_exception(options, k)) failures.push_back(std::move(f));
         }
         if (last) throw_exhausted(label, k + 1, options.restarts, "", std::move(failures), error);
-        if (interrupts->interrupted())
+        if (interrupts.interrupted())
             throw Interrupted(fmt::format("{}: interrupted (mpify::request_interrupt) after attempt {} failed; "
                                           "no restart",
                                           label, k + 1));
