@@ -155,7 +155,7 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         if (ddp_model_) mpify::ddp::all_reduce(sum);
         position.batch = done;
         position.partial_loss_sum = sum.item<double>();
-        write_checkpoint(position, history);
+        write_checkpoint(checkpoint_path(), position, history);
     }
     return loss_sum;
 }
@@ -246,7 +246,7 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
         position.partial_loss_sum = 0;
         position_ = position;
         history_ = history;
-        if (!options_.checkpoint_dir.empty()) write_checkpoint(position, history);
+        if (!options_.checkpoint_dir.empty()) write_checkpoint(checkpoint_path(), position, history);
         for (const auto& cb : callbacks_) cb->after_epoch(*this, history);
     }
     for (const auto& cb : callbacks_) cb->after_fit(*this, history);
@@ -297,7 +297,7 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     if (rank_ == 0) check_writable_folder(options_.checkpoint_dir);  // before any training is at stake
     const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/true);
     if (!bytes) {
-        write_checkpoint(start, history);
+        write_checkpoint(checkpoint_path(), start, history);
         return true;
     }
     const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
@@ -339,15 +339,12 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     return true;
 }
 
-void Learner::write_checkpoint(const FitPosition& position, const History& history) {
+void Learner::write_checkpoint(const std::string& path, const FitPosition& position, const History& history) {
     if (rank_ != 0) return;
-    write_file_atomically(checkpoint_path(), checkpoint_bytes(user_model(), optimizer_.get(), position, history));
+    write_file_atomically(path, checkpoint_bytes(user_model(), optimizer_.get(), position, history));
 }
 
-void Learner::save(const std::string& path) {
-    if (rank_ != 0) return;
-    write_file_atomically(path, checkpoint_bytes(user_model(), optimizer_.get(), position_, history_));
-}
+void Learner::save(const std::string& path) { write_checkpoint(path, position_, history_); }
 
 void Learner::make_optimizer() {
     if (!optimizer_)

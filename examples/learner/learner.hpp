@@ -156,8 +156,9 @@ private:
     /// sent to every rank; at `start` the fit resumes (`history` is what it had done);
     /// without one, rank 0 writes the first. False when the checkpoint's fit is done.
     bool resume_or_begin(FitPosition& start, History& history);
-    /// Rank 0 writes the automatic checkpoint at `position`.
-    void write_checkpoint(const FitPosition& position, const History& history);
+    /// Rank 0 writes a checkpoint at `path` of the fit at `position` (save, and the
+    /// automatic ones at checkpoint_path()).
+    void write_checkpoint(const std::string& path, const FitPosition& position, const History& history);
     std::string checkpoint_path() const;
     /// AdamW over the model's parameters, once: the first fit or load makes it.
     void make_optimizer();
