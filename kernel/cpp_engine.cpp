@@ -1,5 +1,6 @@
 #include "cpp_engine.hpp"
 
+#include "common/demangle.hpp"
 #include "cpp_text.hpp"
 #include "definition_shadowing.hpp"
 #include "forked_check.hpp"
@@ -48,13 +49,7 @@
 namespace mpify_kernel {
 namespace {
 
-std::string demangle(const char* name) {
-    int status = 0;
-    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    std::string result = status == 0 && readable ? readable : name;
-    std::free(readable);
-    return result;
-}
+using mpify::detail::demangle;
 
 // The current exception's type as its author wrote it: std::throw_with_nested throws a
 // std::_Nested_exception<T> (libstdc++), which users know as T.

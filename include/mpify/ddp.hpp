@@ -1,5 +1,6 @@
 #pragma once
 // Helpers for code running inside a DdpGuard (every rank of an in_ddp call).
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>
@@ -7,7 +8,7 @@
 
 #include <functional>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace ddp {
 
 /// Whether a DdpGuard is active in this process (code that runs both alone and inside
@@ -31,4 +32,4 @@ MPIFY_API void broadcast(at::Tensor& tensor, int source = 0);
 MPIFY_API void rank0_first(const std::function<void()>& f);
 
 }  // namespace ddp
-}  // namespace mpify
+MPIFY_END_NAMESPACE

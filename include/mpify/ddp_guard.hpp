@@ -20,7 +20,9 @@
 #include <type_traits>
 #include <vector>
 
-namespace mpify {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_NAMESPACE
 
 /// Which c10d backend a group uses.
 enum class Backend {
@@ -192,4 +194,4 @@ std::decay_t<R> in_ddp(int n, R (*fn)(P...), A&&... args) {
     return in_ddp(DdpOptions{}, Options{}, n, fn, std::forward<A>(args)...);
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -7,6 +7,7 @@
 //   auto loss = loss_fn(ddp_model(x), y);
 //   loss.backward();                                   // gradients averaged on return
 //   optimizer.step();
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Options of DistributedDataParallel.
 struct DdpModelOptions {
@@ -121,4 +122,4 @@ DistributedDataParallel(std::shared_ptr<Module>) -> DistributedDataParallel<Modu
 template <class Module>
 DistributedDataParallel(std::shared_ptr<Module>, DdpModelOptions) -> DistributedDataParallel<Module>;
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

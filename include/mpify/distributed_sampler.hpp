@@ -1,12 +1,13 @@
 #pragma once
 // Sharding data over the ranks of a group, as fastai's DistributedDL does: every epoch
 // each rank sees a disjoint shard of equal size, and set_epoch reshuffles.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <cstdint>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Which samples one rank handles in each epoch.
 ///
@@ -33,4 +34,4 @@ private:
     std::int64_t epoch_ = 0;
 };
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

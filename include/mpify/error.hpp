@@ -2,13 +2,14 @@
 // The errors mpify throws. Every one is an mpify::Error; the subclasses tell apart
 // "you called it wrong" (nothing was started), "a worker could not be started" and
 // "one or more ranks failed" (with the details of each failed rank).
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Base of every error mpify throws; `what()` is a complete, human-readable message.
 class MPIFY_API Error : public std::runtime_error {
@@ -95,4 +96,4 @@ public:
     using Error::Error;
 };
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -12,9 +12,10 @@
 // action (the process ends, its workers with it). A program opts in with
 // stop_on_sigint(); mpify's Jupyter kernel does the same through the C entry point
 // mpify_request_interrupt().
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Asks every running call in this process to stop and throw mpify::Interrupted.
 /// Async-signal-safe (it only stores an atomic counter and writes to eventfds), thread-
@@ -32,7 +33,7 @@ MPIFY_API bool interrupt_requested() noexcept;
 /// starting threads; it replaces any SIGINT handler the program had.
 MPIFY_API void stop_on_sigint();
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 /// The same as mpify::request_interrupt(), with C linkage so that a host that only
 /// dlsym()s it (a Jupyter kernel that does not link mpify) can call it from its SIGINT

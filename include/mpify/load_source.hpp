@@ -16,13 +16,14 @@
 //
 // The declaration goes into a later cell than load_source: an interpreter resolves
 // all of a cell's symbols before it runs any of the cell.
+#include <mpify/abi.hpp>
 #include <mpify/error.hpp>
 #include <mpify/export.hpp>
 
 #include <string>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// The source did not compile; `what()` holds the command and the compiler's output.
 class MPIFY_API CompileError : public Error {
@@ -62,7 +63,7 @@ struct SourceOptions {
 /// created, CompileError when the compiler fails, Error when the library does not load.
 MPIFY_API std::string load_source(const std::string& path, const SourceOptions& options = {});
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 /// For interpreters that resolve a cell's names (mpify's Jupyter kernel): the function
 /// with this linker (mangled) name in the newest library load_source loaded that defines

@@ -9,7 +9,9 @@
 
 #include <mpify/placement.hpp>
 
-namespace mpify {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_NAMESPACE
 
 /// Which of a worker's two output streams a line came from.
 enum class Stream { out, err };
@@ -116,4 +118,4 @@ struct Options {
     Placement placement;
 };
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -1,13 +1,14 @@
 #pragma once
 // mpify::Placement: where the ranks of a call run — this machine, or other machines
 // reached through a launcher the user already has.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Where a call's ranks run (Options::placement). The default is this machine.
 ///
@@ -112,4 +113,4 @@ MPIFY_API Placement resolve_placement(const Placement& placement, int remote_ran
 
 }  // namespace detail
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -1,8 +1,9 @@
 #pragma once
 // Who am I? The process-level entry point and rank queries.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// Call first thing in `main` of every program that ranches functions defined in the
 /// program itself. In a worker started by mpify this serves the call and ends the
@@ -24,4 +25,4 @@ MPIFY_API int restart_count();
 /// True in a process that mpify started to serve a call.
 MPIFY_API bool is_worker();
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

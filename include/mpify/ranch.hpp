@@ -1,5 +1,6 @@
 #pragma once
 // mpify::ranch: run one registered function on n processes and gather the results.
+#include <mpify/abi.hpp>
 #include <mpify/detail/blob.hpp>
 #include <mpify/detail/function_traits.hpp>
 #include <mpify/export.hpp>
@@ -16,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 /// The default context of a ranch call: nothing around fn.
 struct NoContext {};
@@ -181,4 +182,4 @@ detail::ranch_result_t<std::decay_t<R>> ranch(int n, R (*fn)(P...), A&&... args)
     return ranch<Ctx>(Options{}, n, fn, std::forward<A>(args)...);
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

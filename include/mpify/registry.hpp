@@ -7,6 +7,7 @@
 // blob, calls the function and writes the result to a blob. The same initializer runs
 // in the worker (same executable, or same library loaded by mpify-worker), so the name
 // resolves there too.
+#include <mpify/abi.hpp>
 #include <mpify/detail/blob.hpp>
 #include <mpify/detail/function_traits.hpp>
 #include <mpify/export.hpp>
@@ -16,7 +17,7 @@
 #include <typeinfo>
 #include <utility>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace detail {
 
 /// Reads the arguments, calls the function, returns its result as a blob (empty when
@@ -94,7 +95,7 @@ public:
 };
 
 }  // namespace detail
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 #define MPIFY_DETAIL_CONCAT2(a, b) a##b
 #define MPIFY_DETAIL_CONCAT(a, b) MPIFY_DETAIL_CONCAT2(a, b)

@@ -30,7 +30,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_NAMESPACE
 namespace detail {
 
 /// A tensor as it is about to be saved: a dense CPU copy (or the tensor itself when it is
@@ -61,7 +63,7 @@ constexpr std::size_t tensor_alignment = 64;
 inline constexpr char tensor_padding_bytes[tensor_alignment] = {};
 
 }  // namespace detail
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 namespace boost {
 namespace serialization {

@@ -8,7 +8,9 @@
 //   }
 #include <mpify/export.hpp>
 
-namespace mpify {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_NAMESPACE
 
 /// The RAII scope of mpify's cache of CPU tensor memory. While one lives in the process,
 /// LibTorch's CPU allocations of 128 KiB or more are served from blocks that earlier
@@ -33,4 +35,4 @@ public:
     TensorMemoryCache& operator=(const TensorMemoryCache&) = delete;
 };
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

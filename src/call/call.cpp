@@ -24,7 +24,7 @@
 #include <thread>
 #include <utility>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Where mark_local_failure stamps the moment the caller's fn threw: the call that runs
@@ -189,4 +189,4 @@ std::vector<std::string> Call::results() {
     return results;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class Call {
 public:
@@ -56,4 +56,4 @@ private:
     Supervisor supervisor_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

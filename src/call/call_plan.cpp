@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 std::string unregistered_message(const void* address) {
@@ -92,4 +92,4 @@ CallPlan plan_call(const Options& options, int n, const CallRequest& request) {
     return plan;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

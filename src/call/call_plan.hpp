@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct CallPlan {
     int n = 1;                      ///< ranks in the call
@@ -27,4 +27,4 @@ std::string call_label(const void* function, int n, const char* api = "mpify::ra
 /// naming what is wrong and what to do, before anything is spawned.
 CallPlan plan_call(const Options& options, int n, const CallRequest& request);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

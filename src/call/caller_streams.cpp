@@ -14,9 +14,11 @@
 
 #if defined(__GLIBCXX__)
 #include <ext/stdio_sync_filebuf.h>
+
+#include <mpify/abi.hpp>
 #endif
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 int fd_of(Stream stream) { return stream == Stream::out ? STDOUT_FILENO : STDERR_FILENO; }
@@ -123,4 +125,4 @@ void CallerStreams::drain(std::optional<Clock::time_point> deadline, const std::
     out_.dropped = err_.dropped = 0;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

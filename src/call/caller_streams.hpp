@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class CallerStreams {
 public:
@@ -67,4 +67,4 @@ private:
     Queue out_, err_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

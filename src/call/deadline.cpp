@@ -1,6 +1,8 @@
 #include "call/deadline.hpp"
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::optional<Clock::time_point> deadline_of(const Options& options) {
     if (options.timeout.count() <= 0) return std::nullopt;
@@ -12,4 +14,4 @@ std::optional<Clock::time_point> deadline_of(const Options& options) {
     return now + options.timeout;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

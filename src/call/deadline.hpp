@@ -6,9 +6,9 @@
 
 #include <optional>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Now + options.timeout; none without a timeout, or for one past what the clock can hold.
 std::optional<Clock::time_point> deadline_of(const Options& options);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::map<std::string, std::string> worker_variables(const Options& options, int n) {
     std::map<std::string, std::string> variables = options.env;
@@ -25,4 +27,4 @@ std::map<std::string, std::string> own_rank_variables(const Options& options, in
     return variables;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What every worker of an n-rank call adds to the caller's environment: Options::env,
 /// LOCAL_WORLD_SIZE, the mark of a worker (contract/process_contract.hpp), and malloc on
@@ -17,4 +17,4 @@ std::map<std::string, std::string> worker_variables(const Options& options, int 
 /// What the caller's own rank sees while its fn runs: Options::env, LOCAL_RANK, LOCAL_WORLD_SIZE.
 std::map<std::string, std::string> own_rank_variables(const Options& options, int rank, int n);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

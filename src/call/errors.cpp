@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace {
 
 // The failures of one attempt, after `text` (which ends with ": ").
@@ -85,4 +85,4 @@ std::string RankFailure::describe() const {
 WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures)
     : Error(render(context, failures)), failures_(std::move(failures)) {}
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

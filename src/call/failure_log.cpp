@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // A rank that throws stamps the moment; a process that dies is noticed when it is
@@ -83,4 +85,4 @@ void FailureLog::throw_if_failed(const std::string& label) {
     throw WorkerError(label, std::move(ordered));
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class FailureLog {
 public:
@@ -57,4 +59,4 @@ private:
     Clock::time_point caller_error_time_{};
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

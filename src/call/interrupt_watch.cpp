@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cerrno>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 std::atomic<std::uint64_t> interrupts_requested{0};
@@ -89,9 +89,9 @@ CallerRankScope::CallerRankScope(InterruptWatch& watch) noexcept : previous_(inn
 
 CallerRankScope::~CallerRankScope() { innermost_watch = previous_; }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 void request_interrupt() noexcept {
     using namespace detail;
@@ -119,7 +119,7 @@ void stop_on_sigint() {
     ::sigaction(SIGINT, &action, nullptr);
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 extern "C" void mpify_request_interrupt() noexcept { mpify::request_interrupt(); }
 

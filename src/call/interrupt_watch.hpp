@@ -8,7 +8,9 @@
 // write to a slot's eventfd at any moment without it becoming some other file.
 #include <cstdint>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class InterruptWatch {
 public:
@@ -48,4 +50,4 @@ private:
     InterruptWatch* previous_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

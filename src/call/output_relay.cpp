@@ -5,7 +5,9 @@
 #include <string>
 #include <utility>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 constexpr std::size_t tail_lines = 20;
 // A "line" that never ends (a progress bar redrawn with \r) is relayed in pieces.
@@ -46,4 +48,4 @@ void OutputRelay::emit(std::string line) {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class OutputRelay {
 public:
@@ -40,4 +40,4 @@ private:
     bool forwarding_ = true;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

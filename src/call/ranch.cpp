@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <mutex>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // One ranch at a time per process: LOCAL_RANK and friends are process-wide.
@@ -44,4 +44,4 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
     return results;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

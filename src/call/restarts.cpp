@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // The failed ranks of an attempt that ended with the exception being handled: a
@@ -121,4 +121,4 @@ void run_with_restarts(const Options& options, const void* function, const char*
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct Supervisor::Worker {
     int rank;
@@ -339,4 +341,4 @@ void Supervisor::escalate() {
         if (w->phase == WorkerPhase::terminating && now >= w->kill_due) take_stop_step(*w, StopPlan::escalate(now));
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

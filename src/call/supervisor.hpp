@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class Supervisor {
 public:
@@ -85,4 +85,4 @@ private:
     PollSet poll_set_;  // reused by every round
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

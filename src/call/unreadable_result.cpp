@@ -10,7 +10,7 @@
 #include <exception>
 #include <string>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 void throw_unreadable_result(const void* function, int n, int rank, const char* result_type) {
     RankFailure failure;
@@ -24,4 +24,4 @@ void throw_unreadable_result(const void* function, int n, int rank, const char* 
     std::throw_with_nested(WorkerError(call_label(function, n), {std::move(failure)}));
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

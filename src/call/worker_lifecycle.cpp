@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 StopPlan::Step StopPlan::begin(Clock::time_point now) const {
     if (grace.count() <= 0) return escalate(now);
@@ -43,4 +45,4 @@ std::optional<RankFailure> classify_exit(const ExitStatus& status, const WorkerR
     return failure;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

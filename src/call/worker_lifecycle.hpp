@@ -10,7 +10,7 @@
 #include <chrono>
 #include <optional>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Where a worker is in its life. It only moves forward: running → terminating → killed →
 /// exited, skipping any step (a worker may exit at any point; a stop without grace goes
@@ -59,4 +59,4 @@ struct WorkerRecord {
 /// ended it while its grace ran), or its failure is logged already.
 std::optional<RankFailure> classify_exit(const ExitStatus& status, const WorkerRecord& record);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

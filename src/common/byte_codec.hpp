@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Appends numbers and strings to a message.
 class ByteWriter {
@@ -90,4 +92,4 @@ private:
     const char* message_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

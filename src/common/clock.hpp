@@ -3,7 +3,9 @@
 // wall clock neither fires nor postpones a timeout.
 #include <chrono>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 using Clock = std::chrono::steady_clock;
 
@@ -14,4 +16,4 @@ inline std::chrono::milliseconds milliseconds_left(Clock::time_point deadline) {
     return left.count() > 0 ? left : std::chrono::milliseconds(1);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 crypto_hash_sha256_state& state_of(unsigned char* storage) {
@@ -59,4 +61,4 @@ std::string hex_digits(std::string_view bytes) {
     return text;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// A SHA-256 taken over bytes given piece by piece.
 class ContentHash {
@@ -27,4 +29,4 @@ std::string content_hash_of_file(const std::string& path);
 /// `bytes` as lowercase hexadecimal digits (a hash in a file name or a message).
 std::string hex_digits(std::string_view bytes);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <exception>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 bool debug_wanted() {
     const char* value = std::getenv("MPIFY_DEBUG");
@@ -24,4 +26,4 @@ void debug_line(const std::string& text) {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,11 +5,13 @@
 // Secrets never go into it.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Whether MPIFY_DEBUG asks for the debug log.
 bool debug_wanted();
 /// Writes "mpify debug: <text>" and a newline to stderr in one write, when debug_wanted().
 void debug_line(const std::string& text);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

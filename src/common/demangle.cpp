@@ -7,13 +7,31 @@
 #include <memory>
 #include <typeinfo>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+#define MPIFY_ABI_STRING_(name) #name
+#define MPIFY_ABI_STRING(name) MPIFY_ABI_STRING_(name)
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+
+namespace {
+
+// "mpify::v0_1::Interrupted" is mpify::Interrupted to its users: the versioned inline
+// namespace (mpify/abi.hpp) is for the linker, not for messages.
+std::string without_abi_namespace(std::string name) {
+    const std::string versioned = "mpify::" MPIFY_ABI_STRING(MPIFY_ABI_NAMESPACE) "::";
+    for (auto at = name.find(versioned); at != std::string::npos; at = name.find(versioned, at))
+        name.replace(at, versioned.size(), "mpify::");
+    return name;
+}
+
+}  // namespace
 
 std::string demangle(const char* mangled) {
     if (mangled == nullptr) return "unknown";
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
-    return status == 0 && readable ? std::string(readable.get()) : std::string(mangled);
+    return status == 0 && readable ? without_abi_namespace(readable.get()) : std::string(mangled);
 }
 
 std::string current_exception_type() {
@@ -38,4 +56,4 @@ std::string current_exception_message() {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

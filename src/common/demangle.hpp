@@ -2,7 +2,9 @@
 // Readable C++ type names for error messages.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// "std::runtime_error" from a mangled name; the input itself if it cannot be demangled.
 std::string demangle(const char* mangled);
@@ -14,4 +16,4 @@ std::string current_exception_type();
 /// what() of the exception being handled if it is a std::exception, else "".
 std::string current_exception_message();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

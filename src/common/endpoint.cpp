@@ -22,7 +22,7 @@
 #include <system_error>
 #include <thread>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 struct AddrInfoFree {
@@ -241,4 +241,4 @@ std::string address_toward_hosts(const std::string& given, const std::vector<std
     return local_address_toward(hosts.front());
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

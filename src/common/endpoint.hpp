@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct Endpoint {
     /// Non-empty: a UNIX socket; "@name" for a name in Linux's abstract namespace (no
@@ -66,4 +68,4 @@ std::string local_address_toward(const std::string& host);
 /// or the first does not resolve.
 std::string address_toward_hosts(const std::string& given, const std::vector<std::string>& hosts);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

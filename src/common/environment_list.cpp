@@ -2,9 +2,11 @@
 
 #include <cstring>
 
+#include <mpify/abi.hpp>
+
 extern char** environ;
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides) {
     std::vector<std::string> env;
@@ -17,4 +19,4 @@ std::vector<std::string> environment_with(const std::map<std::string, std::strin
     return env;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

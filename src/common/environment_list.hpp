@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// This process's environment with `overrides` applied, as "NAME=value" entries.
 std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
                              long long smallest, long long largest) {
@@ -21,4 +21,4 @@ long long environment_number(const char* name, long long fallback, Malformed on_
                                  text, smallest, largest));
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -1,7 +1,9 @@
 #pragma once
 // Whole numbers from environment variables, parsed one way everywhere. What a malformed
 // value does is chosen per variable, where it is read, and said there.
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What a variable that is set but is not a whole number in its range leads to.
 enum class Malformed {
@@ -15,4 +17,4 @@ enum class Malformed {
 long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
                              long long smallest, long long largest);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

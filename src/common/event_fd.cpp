@@ -8,7 +8,9 @@
 #include <string>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 EventFd::EventFd(const char* purpose) : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     if (!fd_) throw std::system_error(errno, std::generic_category(), std::string("mpify: eventfd for ") + purpose);
@@ -24,4 +26,4 @@ void EventFd::clear() const noexcept {
     (void)!::read(fd_.get(), &count, sizeof count);  // EAGAIN: nothing was pending
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -2,7 +2,9 @@
 // A wake-up another thread can give a poll loop: an eventfd, checked when made.
 #include "common/unique_fd.hpp"
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class EventFd {
 public:
@@ -22,4 +24,4 @@ private:
     UniqueFd fd_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 
 #include <cerrno>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 ExactRead read_exact_until(int fd, char* data, std::size_t size, Clock::time_point deadline) {
     ExactRead read;
@@ -34,4 +36,4 @@ ExactRead read_exact_until(int fd, char* data, std::size_t size, Clock::time_poi
     return read;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

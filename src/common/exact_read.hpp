@@ -5,7 +5,9 @@
 
 #include <cstddef>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// How read_exact_until ended.
 struct ExactRead {
@@ -19,4 +21,4 @@ struct ExactRead {
 /// end, as a close is.
 ExactRead read_exact_until(int fd, char* data, std::size_t size, Clock::time_point deadline);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -6,7 +6,7 @@
 
 #include <cctype>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 [[noreturn]] void refuse(const std::string& list, const std::string& why) {
@@ -105,4 +105,4 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
     return hosts;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

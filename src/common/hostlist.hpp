@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Most hosts one list may expand to (the largest clusters have tens of thousands of
 /// nodes), and most characters in all their names together: a typo like n[1-99999999]
@@ -17,4 +19,4 @@ constexpr std::size_t max_hostlist_characters = 4u << 20;
 /// (an unclosed bracket, a range that runs backwards, too many hosts or characters).
 std::vector<std::string> expand_hostlist(const std::string& list);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

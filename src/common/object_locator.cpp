@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 struct Search {
@@ -85,4 +87,4 @@ ObjectLocation locate_object(const void* address) {
 
 std::string libmpify_path() { return locate_object(reinterpret_cast<const void*>(&libmpify_path)).path; }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

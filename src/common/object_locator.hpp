@@ -2,7 +2,9 @@
 // Which loaded ELF object (the program, or a shared library) holds an address.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct ObjectLocation {
     bool found = false;            ///< false: in no loaded object (e.g. an interpreter's JIT memory)
@@ -20,4 +22,4 @@ bool is_loaded(const std::string& path);
 /// Absolute path of the shared object that holds libmpify's own code.
 std::string libmpify_path();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

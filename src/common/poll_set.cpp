@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::size_t PollSet::add(int fd, short events) {
     fds_.push_back({fd, events, 0});
@@ -31,4 +33,4 @@ std::optional<Clock::time_point> sooner(std::optional<Clock::time_point> a, std:
     return std::min(*a, *b);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

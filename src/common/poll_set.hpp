@@ -13,7 +13,9 @@
 #include <optional>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class PollSet {
 public:
@@ -40,4 +42,4 @@ private:
 /// The soonest of two optional deadlines (nullopt: none).
 std::optional<Clock::time_point> sooner(std::optional<Clock::time_point> a, std::optional<Clock::time_point> b);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -12,7 +12,9 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 Pipe make_pipe() {
     int fds[2];
@@ -147,4 +149,4 @@ std::string signal_description(int signal) {
     return fmt::format("SIG{} ({})", abbrev, text ? text : "unknown");
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

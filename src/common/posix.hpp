@@ -16,7 +16,9 @@
 #include <string_view>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Calls `call()` again while it fails with EINTR; returns its last result. For calls
 /// that report failure as -1 with errno (read, write, poll, waitid, sendmsg, ...).
@@ -116,4 +118,4 @@ std::string this_host_name();
 /// "SIGSEGV (Segmentation fault)", or "signal 77" for a number without a name.
 std::string signal_description(int signal);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace fs = std::filesystem;
 
@@ -53,4 +53,4 @@ bool private_regular_file(const fs::path& path) {
            (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The cache's root: $MPIFY_CACHE_DIR, else $XDG_CACHE_HOME/mpify, else ~/.cache/mpify,
 /// else /tmp/mpify-cache-<uid> (a shared folder: the name is this user's, and
@@ -29,4 +31,4 @@ std::filesystem::path private_cache_folder(const std::filesystem::path& root, co
 /// can write: a file of such a folder fit to be loaded.
 bool private_regular_file(const std::filesystem::path& path);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

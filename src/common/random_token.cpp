@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::string random_token(const char* purpose) {
     unsigned char bytes[16];
@@ -19,4 +19,4 @@ std::string random_token(const char* purpose) {
     return token;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 ScopedEnvironment::ScopedEnvironment(const std::map<std::string, std::string>& values) {
     for (const auto& [name, value] : values) {
@@ -19,4 +21,4 @@ ScopedEnvironment::~ScopedEnvironment() {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Sets variables in this process and puts the previous values (or absence) back on
 /// destruction.
@@ -22,4 +24,4 @@ private:
     std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -13,7 +13,7 @@
 #include <string>
 #include <system_error>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::string_view magic = "MPIFYCB1";
@@ -163,4 +163,4 @@ void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_poi
         throw HandshakeRefused("the other end does not prove the call's secret: it is not this worker's caller");
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -26,7 +26,9 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The environment variable that carries a call's secret (hex) to its remote workers.
 constexpr const char* connect_secret_env_var = "MPIFY_CONNECT_SECRET";
@@ -97,4 +99,4 @@ int admit_worker(int fd, const CallSecret& secret, int world_size, Clock::time_p
 /// prove it is the caller by `deadline`.
 void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_point deadline);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

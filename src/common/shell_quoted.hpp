@@ -3,7 +3,9 @@
 // built from host names, paths and ids that must each stay one word, whatever they hold.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// `word` in single quotes (a quote inside as '\''): one word for /bin/sh, taken literally.
 inline std::string shell_quoted(const std::string& word) {
@@ -12,4 +14,4 @@ inline std::string shell_quoted(const std::string& word) {
     return quoted + "'";
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

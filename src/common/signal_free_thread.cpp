@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::thread start_signal_free_thread(std::function<void()> body) {
     sigset_t all, previous;
@@ -19,4 +21,4 @@ std::thread start_signal_free_thread(std::function<void()> body) {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,10 +5,12 @@
 #include <functional>
 #include <thread>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Starts `body` on a new thread with every signal blocked (the mask a thread inherits
 /// when it is made); the calling thread's mask is as it was when this returns or throws.
 std::thread start_signal_free_thread(std::function<void()> body);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,9 @@
 
 #include <utility>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class UniqueFd {
 public:
@@ -31,4 +33,4 @@ private:
     int fd_ = -1;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -9,7 +9,9 @@
 
 #include <cerrno>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Fds the child must not confuse with its targets 0-4 are first moved above this.
@@ -54,4 +56,4 @@ int set_up_worker_child(const ChildSetup& setup) noexcept {
     return 0;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// How the new process is set up.
 struct ChildSetup {
@@ -27,4 +29,4 @@ struct ChildSetup {
 /// or the errno of what failed (ESRCH: the parent is already gone).
 int set_up_worker_child(const ChildSetup& setup) noexcept;
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -31,7 +31,9 @@
 //   MPIFY_STAND_IN=k@host        the rank it stands for, and where it runs
 // and looks to the caller's supervisor exactly like a local worker (worker/stand_in.hpp).
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The fd number at which a worker finds its end of the channel (a template: its
 /// control socket).
@@ -58,4 +60,4 @@ constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";
 constexpr const char* stand_in_env_var = "MPIFY_STAND_IN";
 constexpr int stand_in_link_fd = 4;
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

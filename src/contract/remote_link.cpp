@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 using Reader = ByteReader<std::runtime_error>;
@@ -255,4 +257,4 @@ LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char*
     return message;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

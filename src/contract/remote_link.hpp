@@ -41,7 +41,9 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 enum class LinkType : std::uint8_t {
     hello = 1,
@@ -181,4 +183,4 @@ void send_link_message_until(int fd, LinkType type, std::string_view payload, Cl
                              const char* sending);
 LinkMessage receive_link_message(int fd, Clock::time_point deadline, const char* waiting_for);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

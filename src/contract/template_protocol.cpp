@@ -9,7 +9,9 @@
 #include <cstring>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // A worker gets at most 4 fds; a message is at most one environment and a path.
@@ -130,4 +132,4 @@ TemplateReply receive_reply(int socket) {
     return decode_reply(*bytes);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -18,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct ForkRequest {
     pid_t caller = 0;              ///< the worker checks that this is its parent
@@ -61,4 +63,4 @@ TemplateReply decode_reply(std::string_view bytes);
 /// Throws std::system_error on I/O errors and std::runtime_error on end of stream.
 TemplateReply receive_reply(int socket);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

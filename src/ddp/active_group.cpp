@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <mutex>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 std::mutex active_mutex;
@@ -95,4 +95,4 @@ const ProcessGroupState& active_group(const char* caller) {
     return *active;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -7,11 +7,13 @@
 
 #include <memory>
 
-namespace mpify {
-class TensorMemoryCache;
-}
+#include <mpify/abi.hpp>
 
-namespace mpify::detail {
+MPIFY_BEGIN_NAMESPACE
+class TensorMemoryCache;
+MPIFY_END_NAMESPACE
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class GlooLoopWaker;
 class ScopedEnvironment;
@@ -59,4 +61,4 @@ bool group_is_active();
 /// The active group; throws UsageError naming `caller` when there is none.
 const ProcessGroupState& active_group(const char* caller);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,7 +10,7 @@
 
 #include <chrono>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // How often a waiting rank looks for an interrupt: well within the 2 s a stop may take.
@@ -33,4 +33,4 @@ void wait_for_collective(c10d::Work& work, const char* what) {
     work.wait();  // ended: returns, or rethrows the collective's failure
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

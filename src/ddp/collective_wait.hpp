@@ -7,7 +7,9 @@
 // rank must then stop waiting too (a notebook's ■ must not take five minutes).
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Waits for `work` and rethrows its failure. While it waits, an interrupt of the call
 /// this thread runs a rank of (mpify::interrupt_requested) ends the wait: the active
@@ -15,4 +17,4 @@ namespace mpify::detail {
 /// `what`.
 void wait_for_collective(c10d::Work& work, const char* what);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,7 @@
 
 #include <mpify/ddp_guard.hpp>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 DdpGuard::DdpGuard() {
     const detail::ProcessGroupState& group = detail::open_active_group(detail::settings_from_environment());
@@ -20,4 +20,4 @@ DdpGuard::DdpGuard(const DdpOptions& options) {
 
 DdpGuard::~DdpGuard() { detail::close_active_group(); }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

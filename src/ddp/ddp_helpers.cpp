@@ -6,7 +6,7 @@
 #include <mpify/ddp_guard.hpp>
 #include <mpify/registry.hpp>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 // in_ddp runs fn inside a DdpGuard in every rank: workers look the context up by type.
 MPIFY_REGISTER_CONTEXT(mpify::DdpGuard);
@@ -51,4 +51,4 @@ void rank0_first(const std::function<void()>& f) {
 }
 
 }  // namespace ddp
-}  // namespace mpify
+MPIFY_END_NAMESPACE

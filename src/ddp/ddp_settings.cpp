@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <sstream>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Names of the variables in_ddp sets besides torchrun's MASTER_ADDR / MASTER_PORT / WORLD_SIZE.
@@ -188,4 +188,4 @@ std::map<std::string, std::string> environment_for(const DdpOptions& options, co
     return e;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

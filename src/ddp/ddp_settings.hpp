@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct DdpSettings {
     int rank = 0;
@@ -55,4 +55,4 @@ DdpSettings settings_from_options(const DdpOptions& options);
 std::map<std::string, std::string> environment_for(const DdpOptions& options, const GroupPlace& place,
                                                    const std::string& store, int port);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

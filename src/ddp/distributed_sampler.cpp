@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 DistributedSampler::DistributedSampler(std::int64_t size, int rank, int world_size, bool shuffle, std::uint64_t seed)
     : size_(size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
@@ -36,4 +36,4 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
     return shard;
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

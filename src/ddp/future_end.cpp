@@ -3,7 +3,9 @@
 #include <condition_variable>
 #include <mutex>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct FutureEnd::State {
     std::mutex mutex;
@@ -25,4 +27,4 @@ bool FutureEnd::wait_for(std::chrono::milliseconds bound) {
     return state_->ended.wait_for(lock, bound, [&] { return state_->done; });
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <memory>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Watches one future from its construction on (through a callback the future runs when
 /// it ends, with a value or an error) and lets a thread wait for that end with a bound.
@@ -23,4 +25,4 @@ private:
     std::shared_ptr<State> state_;  ///< shared with the callback, which may outlive this
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

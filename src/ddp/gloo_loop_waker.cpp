@@ -9,7 +9,9 @@
 #include <condition_variable>
 #include <mutex>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::chrono::microseconds nudge_interval{500};
@@ -70,4 +72,4 @@ GlooLoopWaker::Nudging::~Nudging() {
     thread_.join();
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -13,11 +13,13 @@
 #include <memory>
 #include <thread>
 
+#include <mpify/abi.hpp>
+
 namespace gloo::transport {
 class Device;
 }
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class GlooLoopWaker {
 public:
@@ -55,4 +57,4 @@ private:
     std::unique_ptr<EventFd> wake_;  ///< null: not a TCP device
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

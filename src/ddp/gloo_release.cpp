@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Gloo's key for the addresses of `rank`'s pairs: ProcessGroupGloo gives its first (and,
@@ -53,4 +55,4 @@ void release_waiting_peers(store::Client& store, const std::string& prefix, cons
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -14,7 +14,9 @@
 
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// After this rank's Gloo constructor threw: connect once to every peer's listening
 /// address for its pair with this rank (the addresses Gloo published under `prefix`),
@@ -23,4 +25,4 @@ namespace mpify::detail {
 /// group's rendezvous waits for it).
 void release_waiting_peers(store::Client& store, const std::string& prefix, const DdpSettings& s);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -23,7 +23,7 @@
 #include <map>
 #include <mutex>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace {
 
@@ -234,4 +234,4 @@ void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -24,7 +24,7 @@
 #include <optional>
 #include <thread>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // This caller's place in a group across machines, agreed with the others through the
@@ -264,4 +264,4 @@ void with_rendezvous(const DdpOptions& options, const Placement& placement, int 
     machine.leave(false, "");
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

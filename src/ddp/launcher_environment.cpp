@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <optional>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace {
 
 constexpr int torchrun_default_port = 29500;
@@ -135,4 +135,4 @@ DdpOptions DdpOptions::from_environment() {
     return o;  // no launcher: one machine
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -28,7 +28,7 @@
 #include <optional>
 #include <unistd.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // With MPIFY_DEBUG: "rank R: <what> after N ms" from the start of the group's forming,
@@ -292,4 +292,4 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     return state;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

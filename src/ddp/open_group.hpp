@@ -6,7 +6,9 @@
 
 #include <memory>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (restored when the state ends),
 /// binds the process to its GPU when NCCL is used, meets every rank at the store and
@@ -14,4 +16,4 @@ namespace mpify::detail {
 /// naming the missing ranks when some do not arrive within the timeout.
 std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& settings);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

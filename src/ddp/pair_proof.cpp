@@ -9,7 +9,9 @@
 
 #include <cstring>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr int proof_tag = 0x6d70;  // a tag of its own: the group has carried nothing else yet
@@ -65,4 +67,4 @@ std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const s
     return "";
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

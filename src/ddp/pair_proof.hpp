@@ -14,7 +14,9 @@
 
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Makes this rank's token and publishes it under `prefix` + "/proof/<rank>" (before the
 /// group is created, so that every rank finds every token once all are created);
@@ -29,4 +31,4 @@ std::string publish_proof(store::Client& store, const std::string& prefix, int r
 std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
                         const std::string& mine, const DdpSettings& s, std::chrono::milliseconds patience);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <map>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 std::string key(const std::string& phase, int rank) { return "mpify/" + phase + "/" + std::to_string(rank); }
@@ -114,4 +114,4 @@ std::vector<std::string> gather_reports(store::Client& store, const DdpSettings&
     return reports;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

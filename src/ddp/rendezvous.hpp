@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Where this rank finds the group's store: s.store, or s.addr:s.port.
 Endpoint store_endpoint(const DdpSettings& s);
@@ -37,4 +39,4 @@ std::string first_line_of(const std::exception& e);
 /// far as the callers that introduced themselves to the store tell.
 std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Which collective a rank calls, as CollectiveCall::kind.
@@ -392,4 +392,4 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::recvAnysource(std::vector<at::
     return fallback().recvAnysource(tensors, tag);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

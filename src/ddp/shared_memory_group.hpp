@@ -30,7 +30,9 @@
 #include <mutex>
 #include <thread>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class SharedMemoryGroup final : public c10d::ProcessGroup {
 public:
@@ -130,4 +132,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -22,7 +22,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct SharedSegment::Header {
     std::atomic<std::uint32_t> arrived;     ///< ranks at the current barrier
@@ -237,4 +237,4 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What one rank is calling, so that ranks calling different collectives (or the same
 /// one on different sizes or types) are told so instead of mixing each other's bytes.
@@ -105,4 +107,4 @@ private:
     std::vector<Peer> peers_;  ///< by rank
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <time.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 SigpipeBlock::SigpipeBlock() {
     sigset_t pipe, previous;
@@ -27,4 +29,4 @@ SigpipeBlock::~SigpipeBlock() {
     pthread_sigmask(SIG_UNBLOCK, &pipe, nullptr);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

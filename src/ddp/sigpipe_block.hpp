@@ -6,7 +6,9 @@
 // from there (a new thread inherits its creator's mask): a write to a dead peer then
 // fails with EPIPE, which Gloo reports as an exception.
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class SigpipeBlock {
 public:
@@ -22,4 +24,4 @@ private:
     bool was_blocked_ = false;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct BuildFlags {
     std::string compiler;
@@ -20,4 +22,4 @@ struct BuildFlags {
 /// The flags of this build of mpify.
 const BuildFlags& build_flags();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

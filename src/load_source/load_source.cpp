@@ -32,7 +32,7 @@
 
 extern char** environ;
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace {
 
 namespace fs = std::filesystem;
@@ -251,7 +251,7 @@ std::string load_source(const std::string& path, const SourceOptions& options) {
     }
 }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE
 
 extern "C" void* mpify_newest_source_function(const char* linker_name) noexcept {
     return linker_name ? mpify::detail::newest_source_function(linker_name) : nullptr;

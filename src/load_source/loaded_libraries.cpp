@@ -9,7 +9,9 @@
 #include <mutex>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 struct LoadedSource {
@@ -55,4 +57,4 @@ void* newest_source_function(const char* linker_name) noexcept {
 
 unsigned long source_generation() noexcept { return generation.load(); }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -8,7 +8,9 @@
 // that defines a name does.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Records a library load_source has just loaded (`handle` from dlopen).
 void remember_loaded_source(void* handle, const std::string& path);
@@ -20,4 +22,4 @@ void* newest_source_function(const char* linker_name) noexcept;
 /// How many times remember_loaded_source has recorded a library not seen before.
 unsigned long source_generation() noexcept;
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr auto startup_limit = std::chrono::minutes(2);
@@ -120,4 +120,4 @@ void check_library_starts(const std::string& library, const std::string& source)
 
 void forget_library_start(const std::string& library) { ::unlink(marker_of(library).c_str()); }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -7,7 +7,9 @@
 // caller only when that process started it cleanly.
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Returns once `library` is known to load and start cleanly; throws mpify::Error naming
 /// `source`, what its start-up did (threw, exited with N, died of a signal, did not
@@ -17,4 +19,4 @@ void check_library_starts(const std::string& library, const std::string& source)
 /// Forgets that `library` started cleanly (it is being compiled again).
 void forget_library_start(const std::string& library);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

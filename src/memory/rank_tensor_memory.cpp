@@ -7,7 +7,7 @@
 
 #include <mpify/tensor_memory.hpp>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 RankMemoryScope open_tensor_memory_cache() {
@@ -22,4 +22,4 @@ struct Installation {
 const Installation installation;
 
 }  // namespace
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -17,7 +17,9 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::size_t page_bytes = 4096;
@@ -212,12 +214,12 @@ bool tensor_memory_cache_allowed(const char* who) {
 
 TensorMemoryFigures tensor_memory_figures() { return TensorMemoryCache::instance().figures(); }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 
 TensorMemoryCache::TensorMemoryCache() { detail::install_tensor_memory_cache(); }
 
 TensorMemoryCache::~TensorMemoryCache() { detail::uninstall_tensor_memory_cache(); }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -17,7 +17,9 @@
 // Smaller allocations go to the allocator that was installed before.
 #include <cstddef>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Allocations at least this large go through the cache: glibc's default mmap threshold,
 /// below which its own heap already reuses freed memory.
@@ -50,4 +52,4 @@ constexpr const char* tensor_memory_cache_var = "MPIFY_TENSOR_MEMORY_CACHE";
 /// the variable, its value and `who` reads it.
 bool tensor_memory_cache_allowed(const char* who);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

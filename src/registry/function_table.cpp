@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <mutex>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // A list of registrations guarded by one lock: registrations arrive from static
@@ -92,4 +94,4 @@ bool find_context(std::string_view type_key, ContextEntry& out) {
     return find_one(contexts(), with_key(type_key), out);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct FunctionEntry {
     std::string name;
@@ -30,4 +30,4 @@ std::vector<FunctionEntry> find_functions_by_name(std::string_view name);
 /// The context registered under `type_key`, if any.
 bool find_context(std::string_view type_key, ContextEntry& out);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -2,7 +2,9 @@
 
 #include <atomic>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Set once as libmpify_torch loads (a static initializer, any thread), read by each rank.
@@ -17,4 +19,4 @@ RankMemoryScope open_rank_memory() {
     return open ? open() : RankMemoryScope();
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -8,7 +8,9 @@
 
 #include <memory>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// A rank's memory scope: it ends when the last copy is destroyed; empty when nothing is
 /// installed (or the user turned it off).
@@ -24,4 +26,4 @@ MPIFY_API void install_rank_memory(RankMemoryOpener open) noexcept;
 /// The installed opener's scope, or an empty one.
 RankMemoryScope open_rank_memory();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

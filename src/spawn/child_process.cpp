@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 ChildProcess adopt_child(pid_t pid) {
     ChildProcess child;
@@ -25,4 +25,4 @@ ChildProcess adopt_child(pid_t pid) {
     return child;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

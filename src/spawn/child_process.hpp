@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What a new worker (or warm template, or launcher of remote workers) process is started
 /// with; the fds become its fds 0-4 as contract/process_contract.hpp lays out.
@@ -43,4 +45,4 @@ struct ChildProcess {
 /// Throws SpawnError (after killing and reaping the child) if that fails.
 ChildProcess adopt_child(pid_t pid);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

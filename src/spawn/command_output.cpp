@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::size_t kept_output_bytes = 64 * 1024;
@@ -69,4 +71,4 @@ CommandOutput command_output(const std::string& command, std::chrono::millisecon
     return result;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct CommandOutput {
     bool succeeded = false;  ///< it exited with status 0 within the time
@@ -29,4 +31,4 @@ std::string how_it_ended(const siginfo_t& end);
 /// once `limit` has passed. Throws SpawnError when it cannot start.
 CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace {
 
@@ -167,4 +167,4 @@ void ConnectBackListener::refuse(const Pending& pending, const std::string& why)
     refusals_.push_back(pending.peer + ": " + why);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 class ConnectBackListener {
 public:
@@ -69,4 +71,4 @@ private:
     std::vector<std::string> refusals_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <system_error>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Between fork and exec only async-signal-safe calls: this runs in a copy of a
@@ -74,4 +74,4 @@ ChildProcess spawn_by_exec(const LaunchSpec& spec) {
     return adopt_child(pid);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

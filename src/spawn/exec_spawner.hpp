@@ -2,7 +2,9 @@
 // The exec spawner: a worker (or a warm template) as a new program image, fork + exec.
 #include "spawn/child_process.hpp"
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Starts the child: fds 0-4 are as `spec` gives them (stdin /dev/null unless given),
 /// every other fd is closed at exec, its signal mask is cleared and (unless told
@@ -10,4 +12,4 @@ namespace mpify::detail {
 /// SpawnError (naming the executable and errno) if it did not.
 ChildProcess spawn_by_exec(const LaunchSpec& spec);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

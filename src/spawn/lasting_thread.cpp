@@ -9,7 +9,9 @@
 #include <mutex>
 #include <thread>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // One task at a time: the caller hands it over and waits until it is done.
@@ -79,4 +81,4 @@ void run_on_lasting_thread(const std::function<void()>& task) {
     thread->run(task);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,10 +10,12 @@
 // another thread. Started from this thread, they die only with the process.
 #include <functional>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Runs `task` on the lasting thread (started on first use, and again in a forked copy
 /// of the process) and waits for it; what it throws is rethrown here.
 void run_on_lasting_thread(const std::function<void()>& task);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

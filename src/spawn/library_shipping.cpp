@@ -16,7 +16,9 @@
 #include <system_error>
 #include <tuple>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // A version of a file as stat tells it: a file rewritten in place (load_source renames a
@@ -107,4 +109,4 @@ LibraryDelivery deliver_library(int link, const LibraryOffer& offer, Clock::time
     return delivery;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The offer for the library at `path`: its size and SHA-256, hashed once per version of
 /// the file in this process (known by device, inode, size and modification time). Throws
@@ -28,4 +30,4 @@ struct LibraryDelivery {
 /// std::runtime_error saying why when the agent refuses (its words) or the link fails.
 LibraryDelivery deliver_library(int link, const LibraryOffer& offer, Clock::time_point deadline);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

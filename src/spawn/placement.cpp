@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::chrono::seconds slurm_query_limit{10};
@@ -119,4 +119,4 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     return resolved;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

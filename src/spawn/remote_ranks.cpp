@@ -25,7 +25,9 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // How much of a launcher's output is kept for the error that names it.
@@ -300,4 +302,4 @@ void RemoteRanks::stop_launchers(std::chrono::milliseconds farewell) noexcept {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

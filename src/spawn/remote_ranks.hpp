@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What the admission watches besides the port: an interrupt of the call.
 struct InterruptSignal {
@@ -80,4 +80,4 @@ private:
     Clock::time_point started_at_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <system_error>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 Spawner effective_spawner(Spawner requested) {
     const char* chosen = std::getenv("MPIFY_SPAWNER");
@@ -65,4 +65,4 @@ StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay,
     return started;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

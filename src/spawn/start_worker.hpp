@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The spawner a call uses: MPIFY_SPAWNER when set ("exec" or "template"), else
 /// `requested`. Throws UsageError for any other value of MPIFY_SPAWNER.
@@ -31,4 +31,4 @@ struct StartedWorker {
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
                            int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

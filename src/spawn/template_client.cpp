@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Start-up loads LibTorch: 0.7 s here, many seconds under a sanitizer or on a loaded
@@ -152,4 +154,4 @@ ChildProcess WarmTemplate::request_worker(const LaunchSpec& spec, const std::str
     return adopt_child(static_cast<pid_t>(reply.pid));  // forked as our own child
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

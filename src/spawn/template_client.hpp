@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Why a template could not start a worker. The spawner decides what comes next.
 class TemplateUnavailable : public std::runtime_error {
@@ -73,4 +75,4 @@ private:
     UniqueFd control_;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

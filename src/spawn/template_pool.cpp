@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Variables that libraries read as they load (the loader, glibc's malloc, OpenMP, BLAS):
@@ -132,4 +132,4 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
     return spawn_by_exec(spec);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,11 +4,13 @@
 #include "spawn/child_process.hpp"
 #include "spawn/worker_host.hpp"
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Starts a worker of `host` as `spec` says, forked from the program's warm template;
 /// by exec when the template cannot (the reason is logged once to stderr).
 /// Throws SpawnError.
 ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -16,7 +16,7 @@
 #define MPIFY_INSTALL_BINDIR ""
 #endif
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // The caller's own command line, so a worker's `ps` line reads like its caller's.
@@ -90,4 +90,4 @@ WorkerHost choose_worker_host(const void* address, const std::string& name) {
     return host;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct WorkerHost {
     std::string executable;         ///< what to exec
@@ -26,4 +28,4 @@ WorkerHost choose_worker_host(const void* address, const std::string& name);
 /// installed bin folder. Throws SpawnError naming where it looked.
 std::string find_mpify_worker();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -11,7 +11,8 @@
 
 #include <fmt/format.h>
 
-namespace mpify::detail::store {
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 namespace {
 
 // How long past its own timeout a get or wait waits for the store's "timed out", and
@@ -172,4 +173,5 @@ void Client::wait(const std::vector<std::string>& keys, const std::chrono::milli
     call({Tag::wait, bounded_timeout.count(), keys}, bounded_timeout + answer_margin);
 }
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

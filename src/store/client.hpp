@@ -12,7 +12,10 @@
 
 #include <mutex>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 
 class Client final : public c10d::Store {
 public:
@@ -66,4 +69,5 @@ private:
 std::string as_string(const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> as_bytes(const std::string& text);
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 namespace {
 
 constexpr std::size_t fields_per_member = 5;
@@ -67,4 +70,5 @@ std::vector<Member> decode_members(const std::vector<std::string>& fields) {
     return members;
 }
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

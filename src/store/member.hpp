@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 
 struct Member {
     enum class State {
@@ -35,4 +38,5 @@ std::vector<Member> decode_members(const std::vector<std::string>& fields);
 /// "present", "left", "failed", "gone".
 const char* state_name(Member::State state);
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 namespace {
 
 constexpr std::size_t prefix_bytes = 4;
@@ -66,4 +69,5 @@ std::optional<Message> take_message(std::string& buffer) {
     return message;
 }
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

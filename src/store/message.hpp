@@ -12,7 +12,10 @@
 #include <string_view>
 #include <vector>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 
 /// Largest body a message may have (a request or a reply): the group's keys are small
 /// (a rank's Gloo addresses are a few hundred bytes); 16 MiB leaves ample room.
@@ -62,4 +65,5 @@ Message decode_body(std::string_view body);
 /// MalformedMessage as soon as the announced length is too large.
 std::optional<Message> take_message(std::string& buffer);
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

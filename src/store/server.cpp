@@ -18,7 +18,10 @@
 #include <optional>
 #include <system_error>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 namespace {
 
 // Replies a connection has not read: beyond this, it is not a rank, or it is stuck.
@@ -389,4 +392,5 @@ void Server::serve() {
     }
 }
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

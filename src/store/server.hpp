@@ -29,7 +29,10 @@
 #include <thread>
 #include <vector>
 
-namespace mpify::detail::store {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace store {
 
 class Server {
 public:
@@ -95,4 +98,5 @@ private:
     std::thread thread_;
 };
 
-}  // namespace mpify::detail::store
+}  // namespace store
+MPIFY_END_DETAIL_NAMESPACE

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 thread_local BlobSink* writing = nullptr;  // the innermost sink alive on this thread
@@ -77,4 +77,4 @@ std::shared_ptr<SharedArguments> BlobSink::finish_spill() {
     return std::move(shared_);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -9,7 +9,9 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 std::string frame_header(FrameType type, std::uint64_t payload_size) {
     std::string header(frame_header_size, '\0');
@@ -107,4 +109,4 @@ std::optional<Frame> read_frame(int fd) {
     return frame;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -16,7 +16,9 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 enum class FrameType : std::uint8_t { call = 1, result = 2, failure = 3 };
 constexpr std::size_t frame_header_size = 9;
@@ -60,4 +62,4 @@ private:
 void write_frame(int fd, FrameType type, std::string_view payload);
 std::optional<Frame> read_frame(int fd);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 thread_local ViewSource* reading = nullptr;      // the innermost blob being read
@@ -34,4 +34,4 @@ InPlaceBytes take_in_place(std::size_t size, std::size_t alignment) noexcept {
     return {reading->take(size), region->owner};
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

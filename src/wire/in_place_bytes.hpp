@@ -9,12 +9,13 @@
 // the memory values may keep is the InPlaceRegion of the thread (the worker makes one
 // around its call). Anywhere else (the caller's own rank, a result, small arguments
 // that came through the channel) take_in_place finds nothing and values copy.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <cstddef>
 #include <memory>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// While it exists, values read on this thread from [begin, begin + size) may keep
 /// pointing into it; `owner` is what keeps that memory alive.
@@ -44,4 +45,4 @@ struct InPlaceBytes {
 /// data == nullptr and nothing is read (the loader copies, as without a region).
 MPIFY_API InPlaceBytes take_in_place(std::size_t size, std::size_t alignment) noexcept;
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 void advise_huge_pages(void* data, std::size_t size) noexcept {
     constexpr std::uintptr_t huge = 2u << 20;
@@ -22,4 +24,4 @@ void reserve_large(std::string& buffer, std::size_t capacity) {
     advise_huge_pages(buffer.data(), buffer.capacity());
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

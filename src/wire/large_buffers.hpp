@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Asks the kernel to back [data, data + size) with transparent huge pages.
 void advise_huge_pages(void* data, std::size_t size) noexcept;
@@ -14,4 +16,4 @@ void advise_huge_pages(void* data, std::size_t size) noexcept;
 /// touching fresh memory is the main cost of shipping large arguments.
 void reserve_large(std::string& buffer, std::size_t capacity);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 
 #include <stdexcept>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 using Reader = ByteReader<std::runtime_error>;
@@ -70,4 +72,4 @@ FailureInfo decode_failure(std::string_view payload) {
     return failure;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct CallMeta {
     /// The caller's mpify (MPIFY_VERSION_STRING). First on the wire, and the one field
@@ -48,4 +50,4 @@ std::string call_version(std::string_view payload);
 std::string encode_failure(const FailureInfo& failure);
 FailureInfo decode_failure(std::string_view payload);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace {
 
@@ -159,4 +159,4 @@ MappedArguments::~MappedArguments() {
     if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

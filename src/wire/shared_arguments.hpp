@@ -10,7 +10,9 @@
 #include <string_view>
 #include <utility>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// One call's arguments in shared memory, for its workers.
 ///
@@ -79,4 +81,4 @@ private:
     std::size_t size_ = 0;
 };
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

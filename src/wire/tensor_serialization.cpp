@@ -10,7 +10,7 @@
 
 #include <utility>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
     TensorToSave saved;
@@ -68,4 +68,4 @@ bool tensor_in_place(std::int8_t dtype, const std::vector<std::int64_t>& sizes, 
     return true;
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -19,7 +19,9 @@
 #include <optional>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // How long a remote worker tries to reach its caller. The caller's port listens before any
@@ -104,4 +106,4 @@ void serve_if_connecting() {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -5,7 +5,9 @@
 // call's secret (common/secret_handshake.hpp), checks that the other end is the caller,
 // and then becomes the rank's agent (worker/remote_agent.hpp).
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// If MPIFY_CONNECT is set: takes the secret out of the environment, or from the first
 /// line of stdin when the environment has none (neither the function nor what it starts
@@ -14,4 +16,4 @@ namespace mpify::detail {
 /// caller's address and the reason, never the secret) and exits with 70. Otherwise returns.
 void serve_if_connecting();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 #include <vector>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // glibc's thread descriptor starts at pthread_self(); the thread id sits in its first
@@ -115,4 +117,4 @@ pid_t fork_for_parent() {
     return static_cast<pid_t>(pid);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

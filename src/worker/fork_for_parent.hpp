@@ -14,7 +14,9 @@
 
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Whether fork_for_parent can be used.
 enum class ForkReadiness {
@@ -37,4 +39,4 @@ pid_t fork_for_parent();
 /// Number of threads of this process (from /proc/self/task), or -1 if unreadable.
 int thread_count();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <climits>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace {
 
 std::atomic<bool> init_called{false};
@@ -49,4 +49,4 @@ int local_world_size() {
 
 bool detail::init_ran() noexcept { return init_called; }
 
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -20,7 +20,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // How long the caller has to say how to start the worker once the agent said hello.
@@ -210,4 +212,4 @@ void run_remote_agent(UniqueFd link, const std::string& caller, int rank) {
     ::_exit(0);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

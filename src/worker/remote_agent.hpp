@@ -11,11 +11,13 @@
 
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Serves one remote rank over `link` (connected and proven) and ends the process: exit
 /// status 0 once the worker's end is reported, 70 when the link failed first (said on
 /// stderr with `caller`, the caller's address).
 [[noreturn]] void run_remote_agent(UniqueFd link, const std::string& caller, int rank);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

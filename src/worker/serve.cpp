@@ -28,7 +28,9 @@
 #include <optional>
 #include <stdexcept>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 bool worker_process = false;
@@ -234,4 +236,4 @@ void serve_as_worker(int channel_fd) {
 
 bool is_worker_process() { return worker_process; }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

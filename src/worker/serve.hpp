@@ -2,7 +2,9 @@
 // The worker's side of a call: read it from the channel, load what holds the function,
 // run it (inside its context), send back the result or the failure, and end the process.
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// If this process was started by mpify as a worker (MPIFY_WORKER_FD is set), serves the
 /// call and ends the process; otherwise returns.
@@ -15,4 +17,4 @@ void serve_if_worker();
 /// True once this process has started serving a call as a worker.
 bool is_worker_process();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

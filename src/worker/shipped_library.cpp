@@ -17,7 +17,9 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 namespace fs = std::filesystem;
@@ -141,4 +143,4 @@ std::string answer_library_offer(int link, const LibraryOffer& offer, Clock::dur
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The largest library an agent takes from a caller.
 constexpr std::uint64_t most_shipped_library_bytes = std::uint64_t(4) << 30;
@@ -23,4 +25,4 @@ constexpr std::uint64_t most_shipped_library_bytes = std::uint64_t(4) << 30;
 /// std::runtime_error saying so with this host's name.
 std::string answer_library_offer(int link, const LibraryOffer& offer, Clock::duration patience);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

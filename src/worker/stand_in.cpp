@@ -20,7 +20,9 @@
 #include <optional>
 #include <string>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // Bytes waiting for the caller's side beyond which the link is not read: the agent's
@@ -169,4 +171,4 @@ void serve_if_standing_in() {
     StandIn(who, signals).run();
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

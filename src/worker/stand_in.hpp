@@ -13,7 +13,9 @@
 // with lost_rank_exit_code. SIGKILL ends it at once; its link then closes, and the
 // agent ends the remote worker.
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The exit code of a stand-in whose remote rank was lost (EX_TEMPFAIL).
 constexpr int lost_rank_exit_code = 75;
@@ -22,4 +24,4 @@ constexpr int lost_rank_exit_code = 75;
 /// process as it ended. Otherwise returns.
 void serve_if_standing_in();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

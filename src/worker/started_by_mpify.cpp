@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 int channel_from_environment(const char* variable) {
     const char* text = std::getenv(variable);
@@ -30,4 +32,4 @@ int channel_from_environment(const char* variable) {
     ::_exit(70);
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

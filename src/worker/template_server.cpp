@@ -21,9 +21,11 @@
 #include <fmt/format.h>
 #include <map>
 
+#include <mpify/abi.hpp>
+
 extern char** environ;
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // What a library file was when the template loaded it: a rebuilt file (new inode, size
@@ -137,4 +139,4 @@ void serve_if_template() {
     }
 }
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -11,11 +11,13 @@
 // Each worker is forked as the caller's child (fork_for_parent.hpp), takes the fds and
 // environment the caller sent, and from there on is exactly an exec'd worker.
 
-namespace mpify::detail {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// If this process was started as a template (MPIFY_TEMPLATE_FD is set), serves fork
 /// requests until the caller closes its end, then ends the process; otherwise returns.
 /// The workers it forks return from this call into serve_if_worker.
 void serve_if_template();
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -122,11 +123,44 @@ TEST_CASE("no LibTorch library is a dependency of the program, libmpify.so or mp
     }
 }
 
+#define MPIFY_TEST_STRING_(name) #name
+#define MPIFY_TEST_STRING(name) MPIFY_TEST_STRING_(name)
+
+// The lines of readelf's symbol table that define one of mpify's own symbols: a function
+// or object in namespace mpify (_ZN5mpify), or the typeinfo (_ZTI), typeinfo name (_ZTS)
+// or vtable (_ZTV) of one of its classes.
+std::vector<std::string> mpify_definitions(const std::string& symbol_table) {
+    std::vector<std::string> found;
+    std::istringstream lines(symbol_table);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find(" UND ") != std::string::npos) continue;
+        for (const char* prefix : {" _ZN5mpify", " _ZTIN5mpify", " _ZTSN5mpify", " _ZTVN5mpify"})
+            if (line.find(prefix) != std::string::npos) found.push_back(line);
+    }
+    return found;
+}
+
 TEST_CASE("mpify's symbols carry its version node, and what links them needs that node") {
     const std::string node = "MPIFY_" + std::to_string(MPIFY_VERSION_MAJOR) + "." + std::to_string(MPIFY_VERSION_MINOR);
+    const std::string abi_namespace = MPIFY_TEST_STRING(MPIFY_ABI_NAMESPACE);
+    const std::string versioned = "5mpify" + std::to_string(abi_namespace.size()) + abi_namespace;
     const std::string exported = readelf("--dyn-syms -W", path_of_libmpify());
-    CHECK_THAT(exported, Catch::Contains("_ZN5mpify10local_rankEv@@" + node));  // mpify::local_rank()
+    CHECK_THAT(exported, Catch::Contains("_ZN" + versioned + "10local_rankEv@@" + node));  // mpify::local_rank()
+    CHECK_THAT(exported, Catch::Contains("_ZTIN" + versioned + "5ErrorE@@" + node));  // typeid(mpify::Error)
+    CHECK_THAT(exported, Catch::Contains("_ZTVN" + versioned + "5ErrorE@@" + node));  // its vtable
     CHECK_THAT(exported, Catch::Contains("mpify_source_generation@@" + node));
+    const std::string torch_library =
+        (std::filesystem::path(path_of_libmpify()).parent_path() / "libmpify_torch.so").string();
+    for (const std::string& library : {path_of_libmpify(), torch_library}) {
+        INFO(library);
+        const std::vector<std::string> definitions = mpify_definitions(readelf("--dyn-syms -W", library));
+        CHECK(definitions.size() > 10);
+        for (const std::string& line : definitions) {
+            INFO(line);
+            CHECK(line.find(versioned) != std::string::npos);  // in the versioned inline namespace
+            CHECK(line.find("@@" + node) != std::string::npos);
+        }
+    }
     const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
     CHECK_THAT(readelf("-V -W", program), Catch::Contains("Name: " + node));
     CHECK_THAT(readelf("-V -W", MPIFY_TEST_WORKER), Catch::Contains("Name: " + node));

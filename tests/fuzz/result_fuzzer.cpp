@@ -34,12 +34,12 @@ void read_back(std::string_view blob) {
 
 }  // namespace
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 // The label of the call in the message: no registry here.
 std::string call_label(const void*, int n, const char* api) {
     return std::string(api) + "(fuzzed, n=" + std::to_string(n) + ")";
 }
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;

@@ -5,6 +5,7 @@
 //
 // Which types can be written is up to Boost.Serialization: <mpify/std_types.hpp> (part
 // of <mpify/mpify.hpp>) adds the standard containers, tuple, optional and variant.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-namespace mpify {
+MPIFY_BEGIN_NAMESPACE
 namespace detail {
 
 class SharedArguments;  // libmpify's shared memory for a call's large arguments
@@ -139,4 +140,4 @@ void from_blob(std::string_view blob, T&... values) {
 }
 
 }  // namespace detail
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -3,7 +3,9 @@
 #include <tuple>
 #include <type_traits>
 
-namespace mpify {
+#include <mpify/abi.hpp>
+
+MPIFY_BEGIN_NAMESPACE
 namespace detail {
 
 /// Result and parameter types of a function pointer type, as they travel.
@@ -36,4 +38,4 @@ constexpr void check_shippable() {
 }
 
 }  // namespace detail
-}  // namespace mpify
+MPIFY_END_NAMESPACE

@@ -1,12 +1,13 @@
 #pragma once
 // Options::restarts, the compiled loop behind ranch and in_ddp: a call that failed runs
 // again, whole, until an attempt succeeds or the restarts run out.
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 #include <mpify/options.hpp>
 
 #include <functional>
 
-namespace mpify::detail {
+MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Runs `attempt` with each attempt's options — restarts 0, MPIFY_RESTART_COUNT set in
 /// env, the timeout what is left of the whole call's — until it returns, at most
@@ -20,4 +21,4 @@ MPIFY_API void run_with_restarts(const Options& options, const void* function, c
                                  bool arguments_reusable,
                                  const std::function<void(const Options& attempt, bool last_attempt)>& attempt);
 
-}  // namespace mpify::detail
+MPIFY_END_DETAIL_NAMESPACE
