@@ -5,8 +5,9 @@
 // half-made declarations behind that break later cells. So a cell is first parsed in a
 // child; the kernel parses and runs it only when the child found nothing wrong.
 //
-// Costs (measured): the fork itself 10-20 ms with LibTorch loaded; the child's parse is
-// slower than the parent's (copy-on-write faults). See docs/notebooks.md, "The kernel".
+// Costs: the fork itself takes milliseconds with LibTorch loaded, and the child's parse
+// is slower than the parent's (copy-on-write faults); figures in benchmarks/README.md,
+// "The kernel". See docs/notebooks.md, "The kernel".
 #include <functional>
 #include <string>
 

@@ -71,7 +71,7 @@ int main(int argc, char* argv[]) {
         ::_exit(1);
     }
     // Leave without destructors: libraries the cells loaded (LibTorch among them) can
-    // crash in theirs once clang's JIT has gone (measured with clang-repl-19).
+    // crash in theirs once clang's JIT has gone (seen with clang-repl-19).
     std::fflush(nullptr);
     ::_exit(0);
 }

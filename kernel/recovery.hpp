@@ -14,7 +14,7 @@
 // cell runs: the cell ends with an error naming the signal and where it happened; the
 // session goes on. Elsewhere, the kernel dies as before.
 //
-// A forked pre-check child (precheck.hpp) that crashes sends its last words (clang's
+// A forked pre-check child (forked_check.hpp) that crashes sends its last words (clang's
 // diagnostics so far) to its parent instead.
 #include <functional>
 #include <string>

@@ -1,7 +1,8 @@
 #pragma once
 // Functions the DDP tests run with in_ddp (compiled into the test-functions library).
 // Light on purpose: the tests include it in many files, and <torch/torch.h> (or
-// <mpify/torch.hpp>) costs each of them 17 s of compiling; ddp_functions.cpp has them.
+// <mpify/torch.hpp>) costs each of them many seconds of compiling; ddp_functions.cpp
+// has them.
 #include <mpify/ddp_guard.hpp>
 #include <mpify/mpify.hpp>
 #include <mpify/tensor.hpp>

@@ -57,7 +57,7 @@ void check_reports(const std::vector<Report>& reports, int n, std::optional<int>
 TEST_CASE("every rank reports its rank world size and pid for each n caller rank and args", "[ranch]") {
 #ifdef MPIFY_TEST_SANITIZED
     // Arguments or none in turn, not both for each (n, caller rank): each n still meets
-    // both. The calls are what costs, and an exec'd worker loads LibTorch in 2 s here.
+    // both. The calls are what costs, and an exec'd worker takes seconds to load LibTorch.
     constexpr bool both_for_each = false;
 #else
     constexpr bool both_for_each = true;

@@ -1,6 +1,6 @@
 #pragma once
-// The intro example's network, conv32 - conv64 - fc128 (the reference network of
-// ../shared/NOTES.md); the DDP benchmark trains it too.
+// The intro example's network, conv32 - conv64 - fc128 (docs/examples.md); the DDP
+// benchmark trains it too (benchmarks/README.md calls it the intro CNN).
 #include <torch/torch.h>
 
 namespace mpify_examples {

@@ -44,9 +44,10 @@ void apply(torch::optim::AdamW& optimizer, double lr, double momentum) {
 
 // LibTorch allocates tens of MB of temporaries per batch (a convolution's unfolded
 // input, for one), which glibc maps fresh and unmaps again each time, and first touch
-// of a fresh page costs about 10 us on the machines measured here: that was most of the
-// training time. Served from the heap and never given back, every batch reuses the
-// memory of the batch before. Process-wide, and harmless to set more than once.
+// of a fresh 4 KiB page costs a page fault: that was most of the training time
+// (benchmarks/README.md, "The caller's own rank"). Served from the heap and never given
+// back, every batch reuses the memory of the batch before. Process-wide, and harmless to
+// set more than once.
 void keep_freed_memory() {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());

@@ -8,6 +8,7 @@
 //   }
 //   MPIFY_REGISTER(train);
 //   double accuracy = mpify::in_ddp(4, train, cfg);
+#include <mpify/abi.hpp>
 #include <mpify/detail/restarts.hpp>
 #include <mpify/export.hpp>
 #include <mpify/ranch.hpp>
@@ -19,8 +20,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_NAMESPACE
 
@@ -73,7 +72,7 @@ struct DdpOptions {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     /// Whether every rank's DdpGuard holds a mpify::TensorMemoryCache, so that a training
     /// step reuses the tensor memory of the step before instead of faulting it in afresh
-    /// (the caller's rank trained 2x slower without). Also off when the environment has
+    /// (the caller's rank trained much slower without). Also off when the environment has
     /// MPIFY_TENSOR_MEMORY_CACHE=0.
     bool cache_tensor_memory = true;
 

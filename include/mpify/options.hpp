@@ -7,9 +7,8 @@
 #include <optional>
 #include <string>
 
-#include <mpify/placement.hpp>
-
 #include <mpify/abi.hpp>
+#include <mpify/placement.hpp>
 
 MPIFY_BEGIN_NAMESPACE
 
@@ -36,7 +35,8 @@ enum class Relay {
 ///
 /// - exec: each worker is a new program (fork + exec): the program itself, or
 ///   mpify-worker for functions in shared libraries. A program linked to LibTorch takes
-///   0.6-0.7 s to start, so ranch(4, ...) pays about 2 s on two cores before any work.
+///   most of a second to start, so ranch(4, ...) pays seconds on two cores before any
+///   work.
 /// - warm_template: on first use, one template process per worker program is started by
 ///   exec; it loads LibTorch and the libraries holding the functions, and then forks a
 ///   worker for each rank in milliseconds. Each worker is the caller's child and

@@ -1,6 +1,6 @@
 #pragma once
 // at::Tensor as a ranch argument or result. Include this header (it brings in ATen's
-// Tensor, ~5 s of compile time) wherever a registered function or a ranch call takes or
+// Tensor, seconds of compile time) wherever a registered function or a ranch call takes or
 // returns tensors.
 //
 // A tensor travels as dtype, shape and its elements in row-major order: any dtype and
@@ -14,6 +14,7 @@
 // the worker's copy-on-write mapping of them lies, and a rank that writes into it gets
 // its own copies of the pages it writes. Such a tensor cannot grow (resize_ beyond its
 // size fails): clone() it first.
+#include <mpify/abi.hpp>
 #include <mpify/detail/blob.hpp>
 #include <mpify/export.hpp>
 
@@ -29,8 +30,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_NAMESPACE
 namespace detail {

@@ -6,9 +6,8 @@
 //       mpify::TensorMemoryCache keep;   // a DdpGuard holds one already
 //       for (auto& batch : loader) { ... }
 //   }
-#include <mpify/export.hpp>
-
 #include <mpify/abi.hpp>
+#include <mpify/export.hpp>
 
 MPIFY_BEGIN_NAMESPACE
 
@@ -16,12 +15,12 @@ MPIFY_BEGIN_NAMESPACE
 /// LibTorch's CPU allocations of 128 KiB or more are served from blocks that earlier
 /// tensors of the same size freed, and new blocks are mapped on transparent huge pages
 /// where the kernel allows it. Without it, glibc unmaps such blocks on free and every
-/// training step pays the page faults of its temporaries again (a 2× slower step was
-/// measured on a small CNN). What the cache holds, in use and kept, stays within twice
-/// the most that tensors held in use at once (the blocks kept longest unused go first);
-/// smaller allocations go to LibTorch's allocator. Guards nest (only the outermost acts) and may be made on any
-/// thread; the outermost's destruction restores LibTorch's allocator and unmaps what was
-/// kept unused.
+/// training step pays the page faults of its temporaries again (a small CNN's step was
+/// much slower). What the cache holds, in use and kept, stays within twice the most that
+/// tensors held in use at once (the blocks kept longest unused go first); smaller
+/// allocations go to LibTorch's allocator. Guards nest (only the outermost acts) and may
+/// be made on any thread; the outermost's destruction restores LibTorch's allocator and
+/// unmaps what was kept unused.
 ///
 /// mpify holds one for you: in every rank of a ranch call while its function runs, the
 /// caller's own rank included, once LibTorch is in the process (libmpify_torch is

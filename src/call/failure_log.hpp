@@ -4,12 +4,13 @@
 //
 // Every failure carries when it happened (a worker stamps the moment fn threw, not when
 // the caller read it; a process death, noticed at its reap, counts as up to 0.5 s
-// earlier). The first is the cause; later ones are usually its consequences
-// (a collective broken by a dead peer). The caller's own exception is special: if it came
-// first, and the call did not time out, it propagates unchanged, as if fn had run alone;
-// otherwise it is listed, at its time, among the others. A failure of the call itself
-// (the output callback threw) stopped every rank: it comes before all of these. An
-// interrupt comes first of all: the user stopped the call, whatever broke afterwards.
+// earlier: death_noticed_late in failure_log.cpp). The first is the cause; later ones
+// are usually its consequences (a collective broken by a dead peer). The caller's own
+// exception is special: if it came first, and the call did not time out, it propagates
+// unchanged, as if fn had run alone; otherwise it is listed, at its time, among the
+// others. A failure of the call itself (the output callback threw) stopped every rank: it
+// comes before all of these. An interrupt comes first of all: the user stopped the call,
+// whatever broke afterwards.
 #include "common/clock.hpp"
 
 #include <mpify/error.hpp>
@@ -18,8 +19,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 

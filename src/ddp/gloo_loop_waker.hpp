@@ -4,10 +4,11 @@
 // pair that connects first unregisters its listening socket (Gloo waits for a turn, so
 // that the loop calls no handler of it afterwards), every pair unregisters its socket as
 // it closes, and the device's destruction joins the loop's thread. On a quiet machine
-// each such wait is a full 10 ms: 10 ms to form a group of two, 20 to close it, most of
-// what in_ddp cost over ranch. A GlooLoopWaker gives the loop a descriptor of its own to
-// wake on, and while a Nudging scope lives a thread turns the loop every half
-// millisecond, only across those steps, never while the group trains.
+// each such wait is a full period of the loop: one to form a group of two, two to close
+// it, most of what in_ddp cost over ranch (benchmarks/README.md, "Where in_ddp's time
+// goes"). A GlooLoopWaker gives the loop a descriptor of its own to wake on, and while a
+// Nudging scope lives a thread turns the loop every half millisecond, only across those
+// steps, never while the group trains.
 #include "common/event_fd.hpp"
 
 #include <memory>

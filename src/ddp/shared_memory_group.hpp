@@ -2,10 +2,11 @@
 // mpify's own c10d process group for ranks on one machine: collectives through a shared
 // memory segment (shared_segment.hpp) instead of Gloo's TCP connections over loopback.
 //
-// Why: a Gloo group of two takes 4-8 ms to form (a listening port and a connection per
-// pair, their proofs, three rounds through the store) and ~1-2 ms to close; this one is
-// formed by one round through the store and closed without any. Its collectives copy
-// through memory, not through the kernel's loopback.
+// Why: a Gloo group of two takes milliseconds to form (a listening port and a connection
+// per pair, their proofs, three rounds through the store) and to close
+// (benchmarks/README.md, "Where in_ddp's time goes"); this one is formed by one round
+// through the store and closed without any. Its collectives copy through memory, not
+// through the kernel's loopback.
 //
 // It serves, for dense CPU tensors, one tensor per rank: allreduce (every c10d::ReduceOp
 // but PREMUL_SUM), broadcast, allgather, and barrier: what DDP and mpify's helpers use.

@@ -17,8 +17,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include <mpify/abi.hpp>
-
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
@@ -137,8 +135,9 @@ private:
         note_in_use(data, bytes);
         ++figures_.mapped;
         // A step's blocks of one size are not always free when a block of another size is
-        // wanted, so a step needs somewhat more than its peak in use (1.7x measured on a
-        // small CNN); beyond twice the peak, the blocks kept longest unused go.
+        // wanted, so a step needs somewhat more than its peak in use (less than twice it on
+        // a small CNN: benchmarks/README.md); beyond twice the peak, the blocks kept longest
+        // unused go.
         evict_while([this] { return figures_.in_use + figures_.kept > 2 * figures_.peak_in_use; });
         return data;
     }

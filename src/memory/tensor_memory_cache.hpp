@@ -4,9 +4,9 @@
 // A training step allocates the same large temporaries every time (activations, a
 // convolution's unfolded input, gradients) and frees them by its end. LibTorch's CPU
 // allocator hands them to glibc, which maps blocks over its mmap threshold fresh and
-// unmaps them on free, and trims the heap's top: each step then faults every page in
-// again, at ~10 us a 4 KiB page on the machines measured (NOTES.md), which was more than
-// half of a small CNN's step in a process without the workers' huge-page tunable.
+// unmaps them on free, and trims the heap's top: each step then faults every 4 KiB page
+// in again, which was more than half of a small CNN's step in a process without the
+// workers' huge-page tunable (benchmarks/README.md, "The caller's own rank").
 //
 // While a cache is installed, LibTorch's CPU allocations of `large_block_bytes` or more
 // are served from blocks kept from earlier frees of the same size; new blocks are mapped

@@ -1,14 +1,14 @@
 #pragma once
 // What a rank holds while it runs its function, beyond what the core knows of: as it
 // loads, libmpify_torch installs a TensorMemoryCache here, so that the caller's rank and
-// every worker run a training step without faulting its temporaries in afresh. (The
-// caller's rank, first thing in a fresh process, trained a small CNN at 0.42× a
-// worker's speed without it, 5400 page faults a step: benchmarks/caller_rank_bench.cpp.)
+// every worker run a training step without faulting its temporaries in afresh. (Without
+// it, the caller's rank, first thing in a fresh process, trained a small CNN at a
+// fraction of a worker's speed, faulting thousands of pages a step: benchmarks/README.md,
+// "The caller's own rank".)
+#include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 
 #include <memory>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 

@@ -22,8 +22,9 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// Start-up loads LibTorch: 0.7 s here, many seconds under a sanitizer or on a loaded
-// machine. A template that has not started after this long is given up on.
+// Start-up loads LibTorch: under a second on an idle machine, many seconds under a
+// sanitizer or on a loaded one. A template that has not started after this long is given
+// up on.
 constexpr std::chrono::seconds start_limit{120};
 
 using Kind = TemplateUnavailable::Kind;

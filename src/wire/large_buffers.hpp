@@ -1,7 +1,8 @@
 #pragma once
-// Large buffers and page faults: on the machines measured here, first touching fresh
-// memory costs about 10 us per 4 KiB page, so a fresh 64 MiB buffer costs ~160 ms
-// whatever is copied into it. Transparent huge pages cut that about tenfold.
+// Large buffers and page faults: first touching fresh memory costs a page fault per 4 KiB
+// page, so a fresh buffer of tens of MiB costs more than what is copied into it.
+// Transparent huge pages take 512 times fewer faults (benchmarks/README.md, "Spawning a
+// call").
 #include <cstddef>
 #include <string>
 

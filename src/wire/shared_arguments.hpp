@@ -16,11 +16,11 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// One call's arguments in shared memory, for its workers.
 ///
-/// The process keeps the memfd from one call to the next: on these machines the kernel's
-/// allocating the 4 KiB pages of a fresh memfd and freeing them after cost more than the
-/// copy itself (64 MiB: about 30 ms to fill a fresh memfd and 10 ms to free it, 13 ms to
-/// rewrite a kept one). What is kept is at most the largest arguments shipped lately, and
-/// nothing above a sixteenth of the machine's memory or with MPIFY_KEEP_SHARED_ARGUMENTS=0.
+/// The process keeps the memfd from one call to the next: the kernel's allocating the
+/// 4 KiB pages of a fresh memfd and freeing them after cost more than the copy itself
+/// (benchmarks/README.md, "Shipping large arguments"). What is kept is at most the
+/// largest arguments shipped lately, and nothing above a sixteenth of the machine's memory
+/// or with MPIFY_KEEP_SHARED_ARGUMENTS=0.
 ///
 /// Rewriting a kept memfd changes what any mapping of it still reads, so an object must
 /// be destroyed only once every worker given its fd has exited (the call's supervisor has

@@ -11,6 +11,7 @@
 #include "wire/shared_arguments.hpp"
 #include "worker/started_by_mpify.hpp"
 
+#include <mpify/abi.hpp>
 #include <mpify/version.hpp>
 
 #include <dlfcn.h>
@@ -27,8 +28,6 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -107,8 +106,8 @@ void send_failure() noexcept {
 // A library this process loaded already (the program's own dependency, or one the
 // template loaded before forking) is not opened again: its functions are registered, and
 // dlopen of a library first loaded as a dependency walks and sorts the whole dependency
-// graph (LibTorch's is large), 12 ms in every worker of an in_ddp, whose context lives
-// in libmpify_torch.
+// graph (LibTorch's is large): milliseconds in every worker of an in_ddp, whose context
+// lives in libmpify_torch.
 void load_library(const std::string& path, const char* holding) {
     if (path.empty() || is_loaded(path) || ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return;
     const char* why = ::dlerror();

@@ -3,12 +3,12 @@
 # each running that file's selected cases in one process (Catch's --filenames-as-tags
 # tags each case with its file).
 #
-# Why batches: a process that loads LibTorch takes 0.7 s before its first case (2 s
-# under a sanitizer), and a case in a process of its own paid it three times (the test
-# program, its warm template, mpify-worker's template). In one process per file the
-# sanitizer passes take half the time (a fresh clone's ASan pass 663 s -> 331 s, TSan's
-# 473 s -> 261 s) and the plain pass 839 s instead of 1025. A case that needs a process
-# of its own carries [own_process] and is left to catch_discover_tests.
+# Why batches: a process that loads LibTorch takes most of a second before its first case
+# (seconds under a sanitizer), and a case in a process of its own paid it three times (the
+# test program, its warm template, mpify-worker's template). In one process per file the
+# sanitizer passes take about half the time and the plain pass a fifth less
+# (benchmarks/README.md, "The build and the tests"). A case that needs a process of its
+# own carries [own_process] and is left to catch_discover_tests.
 #
 # Inputs: TEST_EXECUTABLE, SPEC, PREFIX, OUTPUT, TIMEOUT, ENVIRONMENT (one NAME=value, or empty).
 # (Catch 2 exits with the number of tags it listed: the listing is what says it worked.)
