@@ -154,23 +154,25 @@ void Supervisor::poll_once() {
 void Supervisor::read_stream(Worker& w, Stream stream) {
     UniqueFd& fd = stream == Stream::out ? w.out : w.err;
     OutputRelay& relay = stream == Stream::out ? w.out_relay : w.err_relay;
-    char buffer[64 * 1024];
     // Once the caller's streams are behind, the rest waits in the pipe (a worker that has
     // exited is read to the end: its pipe holds what it wrote, no more).
-    while (fd && (w.exited() || !caller_streams_.full())) {
-        const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
-        if (got.kind == ReadResult::would_block) return;
+    const auto may_read = [&] { return w.exited() || !caller_streams_.full(); };
+    if (!fd || !may_read()) return;
+    const DrainEnd end = drain_available(fd.get(), [&](std::string_view piece) {
         try {
-            if (got.kind == ReadResult::bytes) {
-                relay.feed(buffer, got.size);
-                continue;
-            }
-            relay.finish();  // end of stream (or an error: nothing more will come)
+            relay.feed(piece.data(), piece.size());
         } catch (...) {
             output_failed(w, stream);
         }
-        if (got.kind != ReadResult::bytes) fd.reset();
+        return fd && may_read();
+    });
+    if (end != DrainEnd::closed) return;
+    try {
+        relay.finish();  // end of stream (or an error: nothing more will come)
+    } catch (...) {
+        output_failed(w, stream);
     }
+    fd.reset();
 }
 
 void Supervisor::output_failed(Worker& w, Stream stream) {
@@ -185,28 +187,25 @@ void Supervisor::output_failed(Worker& w, Stream stream) {
 }
 
 void Supervisor::read_channel(Worker& w) {
+    if (!w.channel) return;
     std::string& buffer = channel_buffer_;
-    while (w.channel) {
-        const ReadResult got = read_some(w.channel.get(), buffer.data(), buffer.size());
-        if (got.kind == ReadResult::bytes) {
-            try {
-                w.frames.append(buffer.data(), got.size);
-            } catch (const std::exception& e) {  // not a frame mpify's worker sends
-                RankFailure failure;
-                failure.rank = w.rank;
-                failure.kind = RankFailure::Kind::protocol;
-                failure.message = e.what();
-                w.channel.reset();
-                fail(w, std::move(failure), std::nullopt);
-                return;
-            }
-            Frame frame;
-            while (w.channel && w.frames.next(frame)) handle_frame(w, frame);
-            continue;
+    const DrainEnd end = drain_available(w.channel.get(), buffer.data(), buffer.size(), [&](std::string_view piece) {
+        try {
+            w.frames.append(piece.data(), piece.size());
+        } catch (const std::exception& e) {  // not a frame mpify's worker sends
+            RankFailure failure;
+            failure.rank = w.rank;
+            failure.kind = RankFailure::Kind::protocol;
+            failure.message = e.what();
+            w.channel.reset();
+            fail(w, std::move(failure), std::nullopt);
+            return false;
         }
-        if (got.kind == ReadResult::would_block) return;
-        w.channel.reset();  // the worker closed its end: it is exiting
-    }
+        Frame frame;
+        while (w.channel && w.frames.next(frame)) handle_frame(w, frame);
+        return static_cast<bool>(w.channel);
+    });
+    if (end == DrainEnd::closed) w.channel.reset();  // the worker closed its end: it is exiting
 }
 
 void Supervisor::write_channel(Worker& w) {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <mpify/abi.hpp>
@@ -66,6 +67,33 @@ struct ReadResult {
 };
 /// One read of at most `size` bytes, retried on EINTR.
 ReadResult read_some(int fd, char* data, std::size_t size) noexcept;
+
+/// Why drain_available stopped reading.
+enum class DrainEnd {
+    would_block,  ///< the fd holds nothing more now: poll says when more comes
+    closed,       ///< end of file or a read error: nothing more will come, close the fd
+    stopped,      ///< `take` returned false
+};
+/// Reads what the non-blocking `fd` holds now into `buffer`, piece by piece, and hands
+/// each piece to `take(std::string_view)` (valid during that call) until a read would
+/// block, the stream ends or fails, or `take` returns false (after taking its piece). A
+/// poll loop's relays read until the fd would block, since poll wakes them again only for
+/// bytes that come later. The callers treat an error as the end, so its errno is dropped.
+template <class Take>
+DrainEnd drain_available(int fd, char* buffer, std::size_t size, Take&& take) {
+    for (;;) {
+        const ReadResult got = read_some(fd, buffer, size);
+        if (got.kind == ReadResult::would_block) return DrainEnd::would_block;
+        if (got.kind != ReadResult::bytes) return DrainEnd::closed;
+        if (!take(std::string_view(buffer, got.size))) return DrainEnd::stopped;
+    }
+}
+/// drain_available with a 64 KiB buffer on the stack.
+template <class Take>
+DrainEnd drain_available(int fd, Take&& take) {
+    char buffer[64 * 1024];
+    return drain_available(fd, buffer, sizeof buffer, std::forward<Take>(take));
+}
 
 /// Makes reads and writes on `fd` wait (`blocking`) or return at once with EAGAIN.
 void set_blocking(int fd, bool blocking) noexcept;

@@ -89,15 +89,13 @@ bool LinkReader::next(LinkMessage& message) {
 }
 
 bool LinkReader::read_available(int fd, const std::function<void(LinkMessage&)>& take) {
-    char buffer[64 * 1024];
-    for (;;) {
-        const ReadResult got = read_some(fd, buffer, sizeof buffer);
-        if (got.kind == ReadResult::would_block) return true;
-        if (got.kind != ReadResult::bytes) return false;
-        append(buffer, got.size);
+    const DrainEnd end = drain_available(fd, [&](std::string_view piece) {
+        append(piece.data(), piece.size());
         LinkMessage message;
         while (next(message)) take(message);
-    }
+        return true;
+    });
+    return end != DrainEnd::closed;
 }
 
 void LinkQueue::push(LinkType type, std::string_view payload) {

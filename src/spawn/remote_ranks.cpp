@@ -25,8 +25,6 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include <mpify/abi.hpp>
-
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
@@ -90,17 +88,13 @@ struct RemoteRanks::Launched {
 
     // Takes what its output holds now (non-blocking), keeping the tail.
     void read_output() {
-        char buffer[4096];
-        while (output) {
-            const ReadResult got = read_some(output.get(), buffer, sizeof buffer);
-            if (got.kind == ReadResult::would_block) return;
-            if (got.kind != ReadResult::bytes) {
-                output.reset();
-                return;
-            }
-            tail.append(buffer, got.size);
+        if (!output) return;
+        const DrainEnd end = drain_available(output.get(), [this](std::string_view piece) {
+            tail.append(piece.data(), piece.size());
             if (tail.size() > launcher_tail_bytes) tail.erase(0, tail.size() - launcher_tail_bytes);
-        }
+            return true;
+        });
+        if (end == DrainEnd::closed) output.reset();
     }
 };
 

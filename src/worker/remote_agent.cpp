@@ -8,6 +8,7 @@
 #include "spawn/start_worker.hpp"
 #include "worker/shipped_library.hpp"
 
+#include <mpify/abi.hpp>
 #include <mpify/version.hpp>
 
 #include <signal.h>
@@ -19,8 +20,6 @@
 #include <fmt/format.h>
 #include <stdexcept>
 #include <string>
-
-#include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -117,18 +116,14 @@ private:
     }
 
     // Moves what `fd` holds now to the link as `type` messages; closes it at its end.
+    // Stops once the link's queue is full, unless the worker has ended (then it reads on).
     void forward(UniqueFd& fd, LinkType type) {
-        char buffer[64 * 1024];
-        while (fd) {
-            const ReadResult got = read_some(fd.get(), buffer, sizeof buffer);
-            if (got.kind == ReadResult::would_block) return;
-            if (got.kind != ReadResult::bytes) {
-                fd.reset();
-                return;
-            }
-            to_link_.push(type, std::string_view(buffer, got.size));
-            if (to_link_.size() >= most_queued && !reaped_) return;
-        }
+        if (!fd) return;
+        const DrainEnd end = drain_available(fd.get(), [&](std::string_view piece) {
+            to_link_.push(type, piece);
+            return reaped_ || to_link_.size() < most_queued;
+        });
+        if (end == DrainEnd::closed) fd.reset();
     }
 
     void reap() {

@@ -98,16 +98,12 @@ private:
     }
 
     void read_channel() {
-        char buffer[64 * 1024];
-        while (channel_open_) {
-            const ReadResult got = read_some(worker_channel_fd, buffer, sizeof buffer);
-            if (got.kind == ReadResult::would_block) return;
-            if (got.kind != ReadResult::bytes) {
-                channel_open_ = false;  // the caller is done sending (or gone)
-                return;
-            }
-            to_link_.push(LinkType::channel, std::string_view(buffer, got.size));
-        }
+        if (!channel_open_) return;
+        const DrainEnd end = drain_available(worker_channel_fd, [this](std::string_view piece) {
+            to_link_.push(LinkType::channel, piece);
+            return true;
+        });
+        if (end == DrainEnd::closed) channel_open_ = false;  // the caller is done sending (or gone)
     }
 
     void forward_signals() {
