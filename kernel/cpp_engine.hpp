@@ -12,6 +12,8 @@
 //   3. parsed again in the session and run, with interrupts and crashes of the cell's
 //      own code ending the cell, not the kernel (recovery.hpp).
 // A cell whose last statement is an expression without ';' has that value shown.
+#include "declarations.hpp"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,13 +40,6 @@ struct Outcome {
 struct Completions {
     std::vector<std::string> names;  ///< full names ("ranch", not "ra")
     std::size_t start = 0;           ///< where the completed identifier starts in the code
-};
-
-/// What a %%mpify cell's code declares, for the session: its own functions without their
-/// bodies (the compiled library defines them), everything else as written.
-struct Declarations {
-    std::string code;
-    std::vector<std::string> functions;  ///< the functions whose bodies the library holds
 };
 
 class CppEngine {

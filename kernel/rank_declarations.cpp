@@ -1,7 +1,5 @@
 #include "rank_declarations.hpp"
 
-#include "cpp_engine.hpp"
-
 #include <clang/AST/Decl.h>
 #include <clang/AST/DeclCXX.h>
 #include <clang/AST/DeclTemplate.h>

@@ -9,8 +9,9 @@
 // registers). Inline functions, templates, constexpr, classes, and anything with
 // internal linkage stay as written: the session compiles its own copy, as a program's
 // translation units do.
+#include "declarations.hpp"
+
 #include <string>
-#include <vector>
 
 namespace clang {
 struct PartialTranslationUnit;
@@ -18,8 +19,6 @@ class SourceManager;
 }  // namespace clang
 
 namespace mpify_kernel {
-
-struct Declarations;
 
 /// The edits that turn the parsed cell into declarations, as text (one per line:
 /// "offset length kind name"); computed in the pre-check child, applied by the kernel.

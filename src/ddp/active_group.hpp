@@ -2,48 +2,13 @@
 // The process group of the DdpGuard alive in this process (at most one): opened by the
 // guard's constructor, closed by its destructor, used by the ddp helpers and
 // DistributedDataParallel in between.
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
-#include <memory>
+#include "ddp/process_group_state.hpp"
 
 #include <mpify/abi.hpp>
 
-MPIFY_BEGIN_NAMESPACE
-class TensorMemoryCache;
-MPIFY_END_NAMESPACE
-
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
-class GlooLoopWaker;
-class ScopedEnvironment;
-class SigpipeBlock;
 struct DdpSettings;
-namespace store {
-class Server;
-}
-
-/// An open group: the c10d objects, and the environment as it was before.
-struct ProcessGroupState {
-    std::unique_ptr<SigpipeBlock> sigpipe;  ///< first made, last gone: Gloo's threads inherit it
-    /// The group's ranks train here: their tensors' memory is kept for the next step
-    /// (null: DdpOptions::cache_tensor_memory off). Also when the group is abandoned.
-    std::unique_ptr<TensorMemoryCache> tensor_memory;
-    int rank = 0;
-    int world_size = 1;
-    std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
-    std::unique_ptr<store::Server> store_server;     ///< rank 0 of a group launched without in_ddp
-    c10::intrusive_ptr<c10d::Store> store;
-    /// Turns the loop of a Gloo group's device while the group closes (null: NCCL).
-    std::unique_ptr<GlooLoopWaker> gloo_loop_waker;
-    c10::intrusive_ptr<c10d::ProcessGroup> group;
-    /// A wait in it was abandoned (an interrupt): Gloo's threads may still be inside a
-    /// collective until its timeout, so a Gloo group and its store are let go, never
-    /// destroyed (destroying them would join those threads); mpify's shared-memory group
-    /// ends its waits at once and is closed.
-    bool abandoned = false;
-    ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was
-};
 
 /// Opens the group `settings` describe and makes it this process's active one. Throws
 /// UsageError when a group is active (or opening) already, and whatever opening throws.

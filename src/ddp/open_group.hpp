@@ -1,8 +1,8 @@
 #pragma once
 // Opening one c10d process group: the backend and the device, the rendezvous through
 // the group's store, then the group itself.
-#include "ddp/active_group.hpp"
 #include "ddp/ddp_settings.hpp"
+#include "ddp/process_group_state.hpp"
 
 #include <memory>
 
