@@ -42,20 +42,46 @@ bool is_digit_separator(const std::string& code, std::size_t at) {
     return std::isdigit(static_cast<unsigned char>(code[start])) != 0;
 }
 
+// Overwrites text[from, to) with `with`, line breaks kept: the masked text keeps the
+// code's lines.
+void overwrite(std::string& text, std::size_t from, std::size_t to, char with) {
+    for (std::size_t k = from; k < to && k < text.size(); ++k)
+        if (text[k] != '\n') text[k] = with;
+}
+
+// Where the preprocessor line whose '#' is at `hash` ends: its line break, once backslash
+// continuations are followed, or the end of the code.
+std::size_t directive_end(const std::string& code, std::size_t hash) {
+    std::size_t end = hash;
+    while (true) {
+        end = code.find('\n', end);
+        if (end == std::string::npos) return code.size();
+        std::size_t last = end;
+        while (last > hash && (code[last - 1] == ' ' || code[last - 1] == '\t' || code[last - 1] == '\r')) --last;
+        if (last > hash && code[last - 1] == '\\') {
+            ++end;
+            continue;
+        }
+        return end;
+    }
+}
+
+// Just past the raw string whose opening quote is at `quote` (starts_raw_string), or npos
+// when the code ends inside it.
+std::size_t raw_string_end(const std::string& code, std::size_t quote) {
+    const std::size_t open = code.find('(', quote);
+    if (open == std::string::npos) return std::string::npos;
+    const std::string closing = ")" + code.substr(quote + 1, open - quote - 1) + "\"";
+    const std::size_t end = code.find(closing, open);
+    return end == std::string::npos ? end : end + closing.size();
+}
+
 Masked mask(const std::string& code) {
     Masked out;
     out.text = code;
     std::string& text = out.text;
     bool line_start = true;  // only white space so far on this line
     std::size_t i = 0;
-    auto blank = [&](std::size_t from, std::size_t to) {
-        for (std::size_t k = from; k < to && k < text.size(); ++k)
-            if (text[k] != '\n') text[k] = ' ';
-    };
-    auto hide = [&](std::size_t from, std::size_t to) {
-        for (std::size_t k = from; k < to && k < text.size(); ++k)
-            if (text[k] != '\n') text[k] = 'x';
-    };
     while (i < code.size()) {
         const char c = code[i];
         const char next = i + 1 < code.size() ? code[i + 1] : '\0';
@@ -64,40 +90,23 @@ Masked mask(const std::string& code) {
             ++i;
         } else if (c == '/' && next == '/') {
             const std::size_t end = code.find('\n', i);
-            blank(i, end == std::string::npos ? code.size() : end);
+            overwrite(text, i, end == std::string::npos ? code.size() : end, ' ');
             i = end == std::string::npos ? code.size() : end;
         } else if (c == '/' && next == '*') {
             const std::size_t end = code.find("*/", i + 2);
             out.open_comment = end == std::string::npos;
-            blank(i, out.open_comment ? code.size() : end + 2);
+            overwrite(text, i, out.open_comment ? code.size() : end + 2, ' ');
             i = out.open_comment ? code.size() : end + 2;
         } else if (c == '#' && line_start) {
-            std::size_t end = i;
-            while (true) {  // to the end of the line, following backslash continuations
-                end = code.find('\n', end);
-                if (end == std::string::npos) {
-                    end = code.size();
-                    break;
-                }
-                std::size_t last = end;
-                while (last > i && (code[last - 1] == ' ' || code[last - 1] == '\t' || code[last - 1] == '\r')) --last;
-                if (last > i && code[last - 1] == '\\') {
-                    ++end;
-                    continue;
-                }
-                break;
-            }
+            const std::size_t end = directive_end(code, i);
             out.directives.push_back({i, end});
-            blank(i, end);
+            overwrite(text, i, end, ' ');
             i = end;
         } else if (c == '"' && starts_raw_string(code, i)) {
-            const std::size_t open = code.find('(', i);
-            const std::string closing = open == std::string::npos ? std::string()
-                                                                  : ")" + code.substr(i + 1, open - i - 1) + "\"";
-            const std::size_t end = open == std::string::npos ? std::string::npos : code.find(closing, open);
+            const std::size_t end = raw_string_end(code, i);
             out.open_literal = end == std::string::npos;
-            const std::size_t stop = out.open_literal ? code.size() : end + closing.size();
-            hide(i + 1, stop - 1);
+            const std::size_t stop = out.open_literal ? code.size() : end;
+            overwrite(text, i + 1, stop - 1, 'x');
             i = stop;
             line_start = false;
         } else if ((c == '"' || c == '\'') && !(c == '\'' && is_digit_separator(code, i))) {
@@ -105,7 +114,7 @@ Masked mask(const std::string& code) {
             while (k < code.size() && code[k] != c && code[k] != '\n') k += code[k] == '\\' ? 2 : 1;
             out.open_literal = out.open_literal || k >= code.size() || code[k] == '\n';
             const std::size_t stop = std::min(k + 1, code.size());
-            hide(i + 1, std::min(k, code.size()));
+            overwrite(text, i + 1, std::min(k, code.size()), 'x');
             i = stop;
             line_start = false;
         } else {

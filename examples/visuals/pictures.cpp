@@ -97,6 +97,115 @@ Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_p
     return Svg{svg + "</svg>\n"};
 }
 
+// Where plot_losses draws: the picture, the plot area inside it (left, top, width,
+// height), and the scales of its axes.
+struct LossPlot {
+    static constexpr int width = 520, height = 320;
+    static constexpr double left = 60, right = 20, top = 30, bottom = 45;
+    static constexpr double plot_width = width - left - right, plot_height = height - top - bottom;
+    Ticks x_ticks, y_ticks;
+
+    double px(double x) const { return left + x / x_ticks.top * plot_width; }
+    double py(double y) const {
+        return top + plot_height - std::clamp(y, 0.0, y_ticks.top) / y_ticks.top * plot_height;
+    }
+};
+
+using Points = std::vector<std::pair<double, double>>;
+
+// The losses as points. x: batches trained so far; the training loss of batch k is at
+// k, an epoch's validation loss at the end of its batches.
+struct LossPoints {
+    Points train, valid;
+    double batches_done = 0;
+};
+
+LossPoints loss_points(const History& history) {
+    LossPoints points;
+    std::size_t next_batch_loss = 0;
+    for (const EpochRecord& epoch : history.epochs) {
+        for (std::int64_t b = 0; b < epoch.batches && next_batch_loss < history.batch_losses.size(); ++b)
+            points.train.emplace_back(++points.batches_done, history.batch_losses[next_batch_loss++]);
+        if (history.batch_losses.empty()) {
+            points.batches_done += static_cast<double>(epoch.batches);
+            points.train.emplace_back(points.batches_done, epoch.train_loss);
+        }
+        points.valid.emplace_back(points.batches_done, epoch.valid_loss);
+    }
+    return points;
+}
+
+// Axes on round numbers that hold every finite loss and every batch.
+LossPlot loss_plot(const LossPoints& points) {
+    double y_highest = 0;
+    for (const auto& series : {points.train, points.valid})
+        for (const auto& [x, y] : series)
+            if (std::isfinite(y)) y_highest = std::max(y_highest, y);
+    LossPlot plot;
+    plot.y_ticks = round_ticks(y_highest, 5);
+    plot.x_ticks = round_ticks(std::max(1.0, points.batches_done), 6);
+    return plot;
+}
+
+std::string line_at(double x1, double y1, double x2, double y2, const char* style) {
+    return "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) + "\" y2=\"" + number(y2) +
+           "\" " + style + "/>\n";
+}
+
+// The loss axis's grid and labels, the batch axis's ticks, the epochs' boundaries (at
+// `epoch_ends`), both axes' names and the plot area's frame.
+std::string loss_axes(const LossPlot& plot, const Points& epoch_ends) {
+    const double left = LossPlot::left, top = LossPlot::top;
+    const double plot_width = LossPlot::plot_width, plot_height = LossPlot::plot_height;
+    const Ticks& x_ticks = plot.x_ticks;
+    const Ticks& y_ticks = plot.y_ticks;
+    std::string svg;
+    const std::string y_format = "%." + std::to_string(y_ticks.decimals) + "f";
+    for (int i = 0; i * y_ticks.step <= y_ticks.top + y_ticks.step / 2; ++i) {  // grid and labels of the loss axis
+        const double y = i * y_ticks.step;
+        svg += line_at(left, plot.py(y), left + plot_width, plot.py(y), "stroke=\"#ddd\"");
+        svg += text_at(left - 6, plot.py(y) + 4, number(y, y_format.c_str()), "end");
+    }
+    for (int i = 0; i * x_ticks.step <= x_ticks.top + x_ticks.step / 2; ++i) {  // ticks of the batch axis
+        const double x = i * x_ticks.step;
+        svg += line_at(plot.px(x), top + plot_height, plot.px(x), top + plot_height + 4, "stroke=\"#888\"");
+        svg += text_at(plot.px(x), top + plot_height + 16, number(x, "%.0f"));
+    }
+    for (const auto& [x, y] : epoch_ends)  // epoch boundaries, dotted
+        svg += line_at(plot.px(x), top, plot.px(x), top + plot_height, "stroke=\"#bbb\" stroke-dasharray=\"3,3\"");
+    svg += text_at(left + plot_width / 2, LossPlot::height - 8, "batches trained");
+    svg += "<text x=\"14\" y=\"" + number(top + plot_height / 2) + "\" text-anchor=\"middle\" fill=\"#333\" " +
+           "transform=\"rotate(-90 14 " + number(top + plot_height / 2) + ")\">loss</text>\n";
+    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) + "\" height=\"" +
+           number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+    return svg;
+}
+
+// One curve through `points`, with a dot on each when `dots`.
+std::string loss_curve(const LossPlot& plot, const Points& points, const char* color, bool dots) {
+    std::string line = "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\" points=\"";
+    for (const auto& [x, y] : points) line += number(plot.px(x)) + "," + number(plot.py(y)) + " ";
+    line += "\"/>\n";
+    if (dots)
+        for (const auto& [x, y] : points)
+            line += "<circle cx=\"" + number(plot.px(x)) + "\" cy=\"" + number(plot.py(y)) + "\" r=\"3.5\" fill=\"" +
+                    color + "\"/>\n";
+    return line;
+}
+
+// What each curve is, in the plot area's top right corner.
+std::string loss_legend() {
+    const double legend_x = LossPlot::left + LossPlot::plot_width - 120, legend_y = LossPlot::top + 14;
+    std::string svg = "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 20) + "\" y1=\"" +
+                      number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) +
+                      "\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n";
+    svg += text_at(legend_x + 26, legend_y, "train (per batch)", "start");
+    svg += "<circle cx=\"" + number(legend_x + 10) + "\" cy=\"" + number(legend_y + 12) +
+           "\" r=\"3.5\" fill=\"#ff7f0e\"/>\n";
+    svg += text_at(legend_x + 26, legend_y + 16, "valid (per epoch)", "start");
+    return svg;
+}
+
 }  // namespace
 
 void Svg::save(const std::string& path) const {
@@ -106,79 +215,16 @@ void Svg::save(const std::string& path) const {
 }
 
 Svg plot_losses(const History& history) {
-    const int width = 520, height = 320;
-    const double left = 60, right = 20, top = 30, bottom = 45;
-    const double plot_width = width - left - right, plot_height = height - top - bottom;
-
-    // x: batches trained so far; the training loss of batch k is at k, an epoch's
-    // validation loss at the end of its batches.
-    std::vector<std::pair<double, double>> train, valid;
-    double batches_done = 0;
-    std::size_t next_batch_loss = 0;
-    for (const EpochRecord& epoch : history.epochs) {
-        for (std::int64_t b = 0; b < epoch.batches && next_batch_loss < history.batch_losses.size(); ++b)
-            train.emplace_back(++batches_done, history.batch_losses[next_batch_loss++]);
-        if (history.batch_losses.empty()) {
-            batches_done += static_cast<double>(epoch.batches);
-            train.emplace_back(batches_done, epoch.train_loss);
-        }
-        valid.emplace_back(batches_done, epoch.valid_loss);
-    }
-    double y_highest = 0;
-    for (const auto& points : {train, valid})
-        for (const auto& [x, y] : points)
-            if (std::isfinite(y)) y_highest = std::max(y_highest, y);
-    const Ticks y_ticks = round_ticks(y_highest, 5), x_ticks = round_ticks(std::max(1.0, batches_done), 6);
-    const double x_max = x_ticks.top, y_max = y_ticks.top;
-    auto px = [&](double x) { return left + x / x_max * plot_width; };
-    auto py = [&](double y) { return top + plot_height - std::clamp(y, 0.0, y_max) / y_max * plot_height; };
-    auto line = [&](double x1, double y1, double x2, double y2, const char* style) {
-        return "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) + "\" y2=\"" +
-               number(y2) + "\" " + style + "/>\n";
-    };
-
-    std::string svg = svg_open(width, height);
+    const LossPoints points = loss_points(history);
+    const LossPlot plot = loss_plot(points);
+    std::string svg = svg_open(LossPlot::width, LossPlot::height);
     svg +=
-        text_at(width / 2.0, 18,
+        text_at(LossPlot::width / 2.0, 18,
                 "losses (" + std::to_string(history.world_size) + " process" + (history.world_size == 1 ? ")" : "es)"));
-    const std::string y_format = "%." + std::to_string(y_ticks.decimals) + "f";
-    for (int i = 0; i * y_ticks.step <= y_max + y_ticks.step / 2; ++i) {  // grid and labels of the loss axis
-        const double y = i * y_ticks.step;
-        svg += line(left, py(y), left + plot_width, py(y), "stroke=\"#ddd\"");
-        svg += text_at(left - 6, py(y) + 4, number(y, y_format.c_str()), "end");
-    }
-    for (int i = 0; i * x_ticks.step <= x_max + x_ticks.step / 2; ++i) {  // ticks of the batch axis
-        const double x = i * x_ticks.step;
-        svg += line(px(x), top + plot_height, px(x), top + plot_height + 4, "stroke=\"#888\"");
-        svg += text_at(px(x), top + plot_height + 16, number(x, "%.0f"));
-    }
-    for (const auto& [x, y] : valid)  // epoch boundaries, dotted
-        svg += line(px(x), top, px(x), top + plot_height, "stroke=\"#bbb\" stroke-dasharray=\"3,3\"");
-    svg += text_at(left + plot_width / 2, height - 8, "batches trained");
-    svg += "<text x=\"14\" y=\"" + number(top + plot_height / 2) + "\" text-anchor=\"middle\" fill=\"#333\" " +
-           "transform=\"rotate(-90 14 " + number(top + plot_height / 2) + ")\">loss</text>\n";
-    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) + "\" height=\"" +
-           number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
-    auto polyline = [&](const std::vector<std::pair<double, double>>& points, const char* color, bool dots) {
-        std::string line =
-            "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\" points=\"";
-        for (const auto& [x, y] : points) line += number(px(x)) + "," + number(py(y)) + " ";
-        line += "\"/>\n";
-        if (dots)
-            for (const auto& [x, y] : points)
-                line += "<circle cx=\"" + number(px(x)) + "\" cy=\"" + number(py(y)) + "\" r=\"3.5\" fill=\"" + color +
-                        "\"/>\n";
-        return line;
-    };
-    svg += polyline(train, "#1f77b4", false);
-    svg += polyline(valid, "#ff7f0e", true);
-    const double legend_x = left + plot_width - 120, legend_y = top + 14;
-    svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 20) + "\" y1=\"" + number(legend_y - 4) +
-           "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n";
-    svg += text_at(legend_x + 26, legend_y, "train (per batch)", "start");
-    svg += "<circle cx=\"" + number(legend_x + 10) + "\" cy=\"" + number(legend_y + 12) +
-           "\" r=\"3.5\" fill=\"#ff7f0e\"/>\n";
-    svg += text_at(legend_x + 26, legend_y + 16, "valid (per epoch)", "start");
+    svg += loss_axes(plot, points.valid);
+    svg += loss_curve(plot, points.train, "#1f77b4", false);
+    svg += loss_curve(plot, points.valid, "#ff7f0e", true);
+    svg += loss_legend();
     return Svg{svg + "</svg>\n"};
 }
 
