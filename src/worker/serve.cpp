@@ -89,9 +89,19 @@ int channel = -1;
 bool failure_sent = false;
 
 // Inside a catch block: sends the exception being handled as this worker's failure.
+// What fn wrote and the streams still hold. Flushed before its result or failure goes out:
+// once the caller has every rank's answer it may stop the worker at once, and output still
+// in this process's buffers then would be lost (a last line without a newline, say).
+void flush_everything() {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+}
+
 void send_failure() noexcept {
     if (failure_sent) return;
     failure_sent = true;
+    flush_everything();
     try {
         const FailureInfo failure{current_exception_type(), current_exception_message(), monotonic_ns()};
         write_frame(channel, FrameType::failure, encode_failure(failure));
@@ -165,12 +175,6 @@ void name_this_worker(int rank) {
     ::prctl(PR_SET_NAME, name.c_str());
 }
 
-void flush_everything() {
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-}
-
 [[noreturn]] void serve(int fd) {
     channel = fd;
     // Output goes to a pipe: line-buffer it so the caller sees lines as they happen.
@@ -208,6 +212,7 @@ void flush_everything() {
         in_place.reset();
         shared.reset();
         frame.reset();  // the arguments are no longer needed
+        flush_everything();
         write_frame(fd, FrameType::result, result);
         ok = true;
     } catch (...) {
