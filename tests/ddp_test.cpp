@@ -203,7 +203,7 @@ TEST_CASE("every rank's DdpGuard caches tensor memory unless told not to, and th
     CHECK(c10::GetCPUAllocator() == before);
 }
 
-TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][resources]") {
+TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][resources][once]") {
     CHECK(mpify::in_ddp(2, ddp_test::noop_in_group) == 2);  // lazy initializations happen here
     const int fds = mpify_test::open_fd_count();
     const int threads = mpify_test::thread_count();

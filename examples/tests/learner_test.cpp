@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

@@ -2,6 +2,7 @@
 """A user's view: the intro notebook opened and run in Jupyter Notebook, in a real browser.
 
   browser_test.py --source-root SRC --build-dir BUILD --screenshot OUT.png [--notebook intro]
+                  [--expect TEXT ...]
 
 Starts Debian's Jupyter Notebook (loopback only, a random token, its own config and
 runtime folders) on a copy of the bundled notebooks (see run_notebook.py), with
@@ -9,8 +10,10 @@ mpify-kernel's kernelspec as the only C++ kernel, and drives headless Chromium
 (python3-selenium, chromium-driver): opens the notebook, checks that Jupyter started
 mpify-kernel for it without asking (the notebook names xeus-cling's xcpp17), runs all
 cells from the UI, waits for the kernel to go idle, and checks that no cell shows an
-error and that the loss plot is drawn at a non-zero size. Saves a screenshot of the
-whole page. Run with /usr/bin/python3.
+error, that the loss plot is drawn at a non-zero size and that every --expect text is
+among the cells' outputs. Saves a screenshot of the whole page. Run with /usr/bin/python3.
+This is the test that runs the intro notebook: run_notebook.py's checks (no error, an
+image, the expected lines) are made here on what the page shows.
 """
 import argparse
 import json
@@ -78,6 +81,7 @@ def main():
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--screenshot", type=Path, required=True)
     parser.add_argument("--notebook", default="intro")
+    parser.add_argument("--expect", action="append", default=[], help="a text some cell's output must contain")
     # Below ctest's 600 s, so that a run that never ends says where it stopped.
     parser.add_argument("--timeout", type=int, default=400)
     args = parser.parse_args()
@@ -159,6 +163,11 @@ def main():
         print("browser_test: pictures drawn (width, height): {}".format(pictures))
         if not any(w > 100 and h > 100 for w, h in pictures):
             problems.append("no picture was drawn at a visible size (the loss plot should be)")
+        shown = "\n".join(driver.execute_script(
+            "return Array.from(document.querySelectorAll('.output_area')).map(e => e.innerText)"))
+        for text in args.expect:
+            if text not in shown:
+                problems.append("no output shows {!r}".format(text))
         progress = driver.execute_script("return document.querySelectorAll('.output_html progress').length")
         print("browser_test: progress bars: {}".format(progress))
         if progress == 0:
