@@ -166,9 +166,14 @@ void Supervisor::read_stream(Worker& w, Stream stream) {
         }
         return fd && may_read();
     });
-    if (end != DrainEnd::closed) return;
+    if (end == DrainEnd::closed) finish_stream(w, stream);  // nothing more will come
+}
+
+void Supervisor::finish_stream(Worker& w, Stream stream) {
+    UniqueFd& fd = stream == Stream::out ? w.out : w.err;
+    if (!fd) return;  // finished already
     try {
-        relay.finish();  // end of stream (or an error: nothing more will come)
+        (stream == Stream::out ? w.out_relay : w.err_relay).finish();
     } catch (...) {
         output_failed(w, stream);
     }
@@ -274,9 +279,11 @@ void Supervisor::reap(Worker& w) {
     read_channel(w);
     read_stream(w, Stream::out);
     read_stream(w, Stream::err);
+    // The worker is gone, so a last line without a newline is whole, even when its pipe
+    // has not reported its end (another process may still hold the write end for a while).
+    finish_stream(w, Stream::out);
+    finish_stream(w, Stream::err);
     w.channel.reset();
-    w.out.reset();
-    w.err.reset();
     w.process.pidfd.reset();
 
     const ExitStatus status{reaped_elsewhere, info.si_code == CLD_EXITED, info.si_status};

@@ -58,6 +58,9 @@ private:
     struct Worker;
     void poll_once();
     void read_stream(Worker& w, Stream stream);
+    // Ends a worker's stream: its relay emits what is left (a last line without a newline)
+    // and the pipe is closed. Once per stream.
+    void finish_stream(Worker& w, Stream stream);
     /// The output callback threw (inside a catch block): the call fails, every rank stops.
     void output_failed(Worker& w, Stream stream);
     void read_channel(Worker& w);
