@@ -24,6 +24,11 @@
 /// The inline namespace of this version: v<major>_<minor>, e.g. v0_1.
 #define MPIFY_ABI_NAMESPACE MPIFY_ABI_CONCAT(MPIFY_ABI_VERSION_MAJOR, MPIFY_ABI_VERSION_MINOR)
 
+#define MPIFY_ABI_STRINGIFY_(name) #name
+#define MPIFY_ABI_STRINGIFY(name) MPIFY_ABI_STRINGIFY_(name)
+/// The inline namespace's name as a string literal, "v0_1" (for messages and checks).
+#define MPIFY_ABI_NAMESPACE_STRING MPIFY_ABI_STRINGIFY(MPIFY_ABI_NAMESPACE)
+
 /// Opens namespace mpify (and its versioned inline namespace).
 #define MPIFY_BEGIN_NAMESPACE \
     namespace mpify {         \

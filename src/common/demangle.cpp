@@ -9,9 +9,6 @@
 
 #include <mpify/abi.hpp>
 
-#define MPIFY_ABI_STRING_(name) #name
-#define MPIFY_ABI_STRING(name) MPIFY_ABI_STRING_(name)
-
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace {
@@ -19,7 +16,7 @@ namespace {
 // "mpify::v0_1::Interrupted" is mpify::Interrupted to its users: the versioned inline
 // namespace (mpify/abi.hpp) is for the linker, not for messages.
 std::string without_abi_namespace(std::string name) {
-    const std::string versioned = "mpify::" MPIFY_ABI_STRING(MPIFY_ABI_NAMESPACE) "::";
+    const std::string versioned = "mpify::" MPIFY_ABI_NAMESPACE_STRING "::";
     for (auto at = name.find(versioned); at != std::string::npos; at = name.find(versioned, at))
         name.replace(at, versioned.size(), "mpify::");
     return name;

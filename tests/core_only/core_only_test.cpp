@@ -123,9 +123,6 @@ TEST_CASE("no LibTorch library is a dependency of the program, libmpify.so or mp
     }
 }
 
-#define MPIFY_TEST_STRING_(name) #name
-#define MPIFY_TEST_STRING(name) MPIFY_TEST_STRING_(name)
-
 // The lines of readelf's symbol table that define one of mpify's own symbols: a function
 // or object in namespace mpify (_ZN5mpify), or the typeinfo (_ZTI), typeinfo name (_ZTS)
 // or vtable (_ZTV) of one of its classes.
@@ -142,7 +139,7 @@ std::vector<std::string> mpify_definitions(const std::string& symbol_table) {
 
 TEST_CASE("mpify's symbols carry its version node, and what links them needs that node") {
     const std::string node = "MPIFY_" + std::to_string(MPIFY_VERSION_MAJOR) + "." + std::to_string(MPIFY_VERSION_MINOR);
-    const std::string abi_namespace = MPIFY_TEST_STRING(MPIFY_ABI_NAMESPACE);
+    const std::string abi_namespace = MPIFY_ABI_NAMESPACE_STRING;
     const std::string versioned = "5mpify" + std::to_string(abi_namespace.size()) + abi_namespace;
     const std::string exported = readelf("--dyn-syms -W", path_of_libmpify());
     CHECK_THAT(exported, Catch::Contains("_ZN" + versioned + "10local_rankEv@@" + node));  // mpify::local_rank()
