@@ -83,6 +83,24 @@ std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts) {
 }
 MPIFY_REGISTER(allreduce_after_restarts);
 
+std::string wait_for_a_lost_machine() {
+    at::Tensor check = torch::tensor(std::int64_t{1});
+    mpify::ddp::all_reduce(check);  // the group works
+    if (mpify::restart_count() == 0) {
+        std::cout << "rank " << mpify::ddp::rank() << " of " << mpify::ddp::world_size() << " waits" << std::endl;
+        if (mpify::ddp::rank() != 0) {
+            for (;;) ::pause();  // until stopped: rank 0 waits for it in a collective
+        }
+        mpify::ddp::all_reduce(check);
+        return "the first attempt ended";
+    }
+    at::Tensor t = torch::tensor(static_cast<std::int64_t>(mpify::ddp::rank() + 1));
+    mpify::ddp::all_reduce(t);
+    return "world " + std::to_string(mpify::ddp::world_size()) + " sum " + std::to_string(t.item<std::int64_t>()) +
+           " restart " + std::to_string(mpify::restart_count());
+}
+MPIFY_REGISTER(wait_for_a_lost_machine);
+
 TrainResult train_mlp(TrainSpec spec) {
     torch::manual_seed(100 + mpify::ddp::rank());  // different on purpose: DDP copies rank 0's
     auto model = std::make_shared<Mlp>();

@@ -48,6 +48,10 @@ std::int64_t allreduce_rank();
 /// All-reduces rank + 1000 × restart_count(); rank `dying_rank` kills itself after one
 /// all-reduce on each of the first `failed_attempts` attempts.
 std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts);
+/// On the first attempt, each rank says "rank R of W waits"; rank 0 then waits in an
+/// all-reduce that the others, waiting until they are stopped, never join. On a restart:
+/// "world W sum S restart K", S the all-reduced rank + 1.
+std::string wait_for_a_lost_machine();
 
 // mpify's shared-memory group (shared_memory_functions.cpp).
 /// getBackendName() of the group this rank is in.

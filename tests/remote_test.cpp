@@ -180,7 +180,8 @@ TEST_CASE("a remote rank whose agent is killed is an error naming the rank and h
     } catch (const mpify::WorkerError& e) {
         REQUIRE_FALSE(e.failures().empty());
         CHECK(e.failures()[0].rank == 1);
-        CHECK_THAT(e.what(), Catch::Contains("lost rank 1@" + host_name()));
+        CHECK(e.failures()[0].kind == mpify::RankFailure::Kind::lost);
+        CHECK_THAT(e.what(), Catch::Contains("rank 1 on " + host_name() + " was lost: its connection closed"));
     }
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
     for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));

@@ -147,6 +147,11 @@ MPIFY_API void with_rendezvous(const DdpOptions& options, const Placement& place
 /// connections that prove a fresh secret; leave addr, nodes, node_rank, base_rank and
 /// world_size at their defaults. Gloo's own connections are not authenticated and its
 /// tensors travel in clear.
+///
+/// With Options::restarts, every attempt forms a fresh group; with Options::min_ranks
+/// as well, an attempt after the loss of a machine forms it on the machines that answer,
+/// with fewer ranks (fn sees the size in ddp::world_size(); a DistributedSampler shards
+/// for it).
 template <class R, class... P, class... A>
 std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, int n, R (*fn)(P...), A&&... args) {
     using Result = std::decay_t<R>;
@@ -156,19 +161,20 @@ std::decay_t<R> in_ddp(const DdpOptions& options, const Options& ranch_options, 
     group.placement = detail::resolve_placement(group.placement, n - 1);  // asked of Slurm once
     constexpr bool reusable = std::is_invocable_v<R (*)(P...), std::remove_reference_t<A>&...>;
     std::optional<std::conditional_t<std::is_void_v<Result>, char, Result>> result;  // rank 0's
-    // One attempt: a fresh rendezvous and group; the ranch inside it does not restart.
-    auto attempt = [&](const Options& attempt_options, bool last_attempt) {
+    // One attempt: a fresh rendezvous and group of the attempt's ranks (fewer after a
+    // machine was lost, with Options::min_ranks); the ranch inside it does not restart.
+    auto attempt = [&](const Options& attempt_options, int ranks, bool last_attempt) {
         detail::with_rendezvous(
-            options, attempt_options.placement, n, ranch_options.restarts,
+            options, attempt_options.placement, ranks, ranch_options.restarts,
             [&](const std::map<std::string, std::string>& environment) {
                 Options o = attempt_options;
                 for (const auto& [name, value] : environment) o.env[name] = value;
                 auto run = [&](auto&&... call_args) {
                     if constexpr (std::is_void_v<Result>)
-                        ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...);
+                        ranch<DdpGuard>(o, ranks, fn, std::forward<decltype(call_args)>(call_args)...);
                     else
                         result.emplace(std::move(
-                            ranch<DdpGuard>(o, n, fn, std::forward<decltype(call_args)>(call_args)...).front()));
+                            ranch<DdpGuard>(o, ranks, fn, std::forward<decltype(call_args)>(call_args)...).front()));
                 };
                 if constexpr (reusable) {
                     if (!last_attempt) return run(args...);  // a restart may follow: keep them whole

@@ -45,6 +45,11 @@ struct MPIFY_API RankFailure {
         /// the rank returned, but the caller could not read its result (`message` says
         /// why; the exception is nested in the WorkerError)
         unreadable_result,
+        /// a rank on another machine (Options::placement) was lost: its connection to the
+        /// caller closed before the rank ended, or fell silent for 3 s — the machine, its
+        /// agent or the network between went away (`message` says which). With
+        /// Options::min_ranks, a restart leaves that machine out.
+        lost,
     };
     int rank = -1;                         ///< global rank within the ranch call
     /// The machine the rank ran on, when another than the caller's (Options::placement);

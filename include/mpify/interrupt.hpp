@@ -33,6 +33,16 @@ MPIFY_API bool interrupt_requested() noexcept;
 /// starting threads; it replaces any SIGINT handler the program had.
 MPIFY_API void stop_on_sigint();
 
+namespace detail {
+
+/// True while the innermost ranch / in_ddp running on this thread (as the caller's own
+/// rank) is stopping its ranks: interrupted, another rank failed, or the timeout expired.
+/// mpify's collectives stop waiting then, rather than wait out the group's timeout for a
+/// peer that is gone (a machine that fell silent).
+MPIFY_API bool call_stopping() noexcept;
+
+}  // namespace detail
+
 MPIFY_END_NAMESPACE
 
 /// The same as mpify::request_interrupt(), with C linkage so that a host that only

@@ -93,6 +93,17 @@ struct Options {
     /// nested. The caller's own rank lives through every restart: it is this process.
     int restarts = 0;
 
+    /// The fewest ranks worth going on with when a restart follows the loss of a machine
+    /// (Options::placement on other machines; 0: no shrinking). A machine whose rank was
+    /// lost (RankFailure::Kind::lost: its connection closed or fell silent) is left out of
+    /// every later attempt, and the call restarts on the machines that answer — as many
+    /// ranks as they hold, up to n (spare hosts of the placement step in) — as long as
+    /// that is at least min_ranks; otherwise WorkerError says what was left. The function
+    /// sees the attempt's size in its group's world size (ranch returns one result per
+    /// rank of the attempt that succeeded). A machine that comes back is not waited for.
+    /// On one machine every attempt has n ranks.
+    int min_ranks = 0;
+
     /// Where workers' stdout/stderr go; see Relay.
     Relay relay = Relay::lines;
 

@@ -123,7 +123,9 @@ void with_context(Body&& body) {
 /// MPIFY_REGISTER_CONTEXT) is constructed around fn in every rank. Throws UsageError
 /// before spawning anything on bad input, WorkerError / TimeoutError when ranks fail
 /// (after stopping and reaping the rest), and rethrows the caller's own exception when
-/// fn throws in the caller. A void fn gives a void ranch.
+/// fn throws in the caller. A void fn gives a void ranch. After the loss of a machine
+/// with Options::min_ranks, the attempt that succeeds may have fewer ranks than n: the
+/// result has one element per rank of that attempt.
 template <class Ctx = NoContext, class R, class... P, class... A>
 detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (*fn)(P...), A&&... args) {
     using F = R (*)(P...);
@@ -163,8 +165,11 @@ detail::ranch_result_t<std::decay_t<R>> ranch(const Options& options, int n, R (
             if (own) results.push_back(std::move(*own));
             return results;
         }
-        results.reserve(static_cast<std::size_t>(n));
-        for (int rank = 0; rank < n; ++rank) {
+        // One per rank of the attempt that succeeded: fewer than n after a machine was lost
+        // (Options::min_ranks).
+        const int ranks = static_cast<int>(blobs.size());
+        results.reserve(blobs.size());
+        for (int rank = 0; rank < ranks; ++rank) {
             if (options.caller_rank == rank) {
                 results.push_back(std::move(*own));
             } else {

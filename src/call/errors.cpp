@@ -68,6 +68,7 @@ std::string RankFailure::headline() const {
         case Kind::unreadable_result:
             text = fmt::format("rank {} returned a result that the caller could not read: {}", rank, message);
             break;
+        case Kind::lost: text = fmt::format("rank {} was lost: {}", rank, message); break;
     }
     return text;
 }

@@ -13,12 +13,13 @@ namespace {
 // A rank that throws stamps the moment; a process that dies is noticed when it is
 // reaped, which can be after its peers saw their connections to it break and threw in
 // turn. So a death counts as having happened up to this long before it was noticed:
-// the killed rank comes first, its peers' broken collectives after it.
+// the killed rank comes first, its peers' broken collectives after it. A rank lost with
+// its machine is a death noticed through its stand-in, later still.
 constexpr std::chrono::milliseconds death_noticed_late{500};
 
 bool is_process_death(const RankFailure& f) {
     return f.kind == RankFailure::Kind::signaled || f.kind == RankFailure::Kind::exited ||
-           f.kind == RankFailure::Kind::reaped_elsewhere;
+           f.kind == RankFailure::Kind::reaped_elsewhere || f.kind == RankFailure::Kind::lost;
 }
 
 }  // namespace

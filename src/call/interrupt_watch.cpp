@@ -111,6 +111,15 @@ bool interrupt_requested() noexcept {
     return watch != nullptr && watch->interrupted();
 }
 
+namespace detail {
+
+bool call_stopping() noexcept {
+    const InterruptWatch* watch = innermost_watch;
+    return watch != nullptr && watch->stopping();
+}
+
+}  // namespace detail
+
 void stop_on_sigint() {
     struct sigaction action{};
     action.sa_handler = detail::on_sigint;

@@ -6,6 +6,7 @@
 // A signal handler cannot lock, allocate or look things up, so the eventfds live in a
 // fixed table of slots that are claimed and released but never closed: the handler may
 // write to a slot's eventfd at any moment without it becoming some other file.
+#include <atomic>
 #include <cstdint>
 
 #include <mpify/abi.hpp>
@@ -31,7 +32,14 @@ public:
     /// Empties the eventfd (the supervisor, after poll() said it is readable).
     void clear_wakeup() noexcept;
 
+    /// The call is stopping its ranks because one failed or the timeout expired (the
+    /// supervisor says so): the caller's rank need not wait for its peers any longer.
+    void mark_stopping() noexcept { stopping_.store(true); }
+    /// Interrupted, or stopping its ranks. Any thread.
+    bool stopping() const noexcept { return stopping_.load() || interrupted(); }
+
 private:
+    std::atomic<bool> stopping_{false};
     std::uint64_t start_;
     int slot_ = -1;
     int fd_ = -1;

@@ -34,9 +34,11 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
 
     std::vector<std::string> results;
     run_with_restarts(options, request.function, "mpify::ranch", n, request.arguments_reusable,
-                      [&](const Options& attempt, bool last) {
-                          Call call(attempt, plan);
-        // Every attempt ships the same arguments: the last one may take them.
+                      [&](const Options& attempt, int ranks, bool last) {
+                          CallPlan attempt_plan = plan;
+                          attempt_plan.n = ranks;  // fewer after a machine was lost (Options::min_ranks)
+                          Call call(attempt, std::move(attempt_plan));
+                          // Every attempt ships the same arguments: the last one may take them.
                           call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
                           call.run_own_rank_and_supervise([&] { local_call(last); });
                           results = call.results();

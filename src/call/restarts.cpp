@@ -6,6 +6,7 @@
 #include "call/call_plan.hpp"
 #include "call/deadline.hpp"
 #include "call/interrupt_watch.hpp"
+#include "call/shrinking_placement.hpp"
 #include "common/demangle.hpp"
 #include "contract/process_contract.hpp"
 
@@ -13,6 +14,7 @@
 #include <mpify/error.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <exception>
 #include <iostream>
@@ -44,17 +46,19 @@ std::vector<RankFailure> failures_of_current_exception(const Options& options, i
 }
 
 // "mpify: rank 1 was killed by SIGKILL (Killed); restart 1 of 3 on 4 ranks": one line
-// on the caller's stderr, which a notebook shows.
-void say_restart(const RankFailure& cause, int restart, int restarts, int n) {
+// on the caller's stderr, which a notebook shows. `without`: the hosts left out.
+void say_restart(const RankFailure& cause, int restart, int restarts, int n, const std::vector<std::string>& without) {
     std::string what = cause.headline();
     what = what.substr(0, what.find('\n'));
-    std::cerr << fmt::format("mpify: {}; restart {} of {} on {} ranks", what, restart, restarts, n) << std::endl;
+    std::cerr << fmt::format("mpify: {}; restart {} of {} on {} ranks{}", what, restart, restarts, n,
+                             without.empty() ? "" : fmt::format(", without {}", fmt::join(without, ", ")))
+              << std::endl;
 }
 
 [[noreturn]] void throw_exhausted(const std::string& label, int attempts, int restarts, const std::string& why_stopped,
                                   std::vector<RankFailure> failures, const std::exception_ptr& last) {
-    const std::string context = fmt::format("{} failed on each of its {} attempts (Options::restarts = {}{})", label,
-                                            attempts, restarts, why_stopped);
+    const std::string how = attempts == 1 ? "failed" : fmt::format("failed on each of its {} attempts", attempts);
+    const std::string context = fmt::format("{} {} (Options::restarts = {}{})", label, how, restarts, why_stopped);
     try {
         std::rethrow_exception(last);
     } catch (...) {
@@ -65,14 +69,14 @@ void say_restart(const RankFailure& cause, int restart, int restarts, int n) {
 }  // namespace
 
 void run_with_restarts(const Options& options, const void* function, const char* api, int n, bool arguments_reusable,
-                       const std::function<void(const Options& attempt, bool last_attempt)>& attempt) {
+                       const std::function<void(const Options& attempt, int n, bool last_attempt)>& attempt) {
     if (options.restarts == 0) {
         // One attempt, its errors as they are. Inside an attempt of a call that restarts
         // (in_ddp's ranch), the outer attempt's number stays.
-        if (options.env.count(restart_count_env_var) != 0) return attempt(options, true);
+        if (options.env.count(restart_count_env_var) != 0) return attempt(options, n, true);
         Options only = options;
         only.env[restart_count_env_var] = "0";
-        return attempt(only, true);
+        return attempt(only, n, true);
     }
     const std::string label = call_label(function, n, api);
     if (options.restarts < 0)
@@ -83,19 +87,21 @@ void run_with_restarts(const Options& options, const void* function, const char*
                                      "again, and one of them can only be moved; pass it as a copyable value, or "
                                      "set restarts to 0",
                                      label));
+    ShrinkingPlacement machines(options, n, label);
     const InterruptWatch interrupts;  // an interrupt between two attempts, when no call watches, ends it too
     const std::optional<Clock::time_point> deadline = deadline_of(options);
     std::vector<RankFailure> failures;  // every failed attempt's, in order
     for (int k = 0;; ++k) {
         Options this_attempt = options;
         this_attempt.restarts = 0;
+        this_attempt.placement = machines.placement();
         this_attempt.env[restart_count_env_var] = std::to_string(k);
         if (deadline) this_attempt.timeout = milliseconds_left(*deadline);
         const bool last = k == options.restarts;
         std::exception_ptr error;
         const std::size_t first_of_attempt = failures.size();
         try {
-            attempt(this_attempt, last);
+            attempt(this_attempt, machines.ranks(), last);
             return;
         } catch (const Interrupted&) {
             throw;
@@ -117,7 +123,14 @@ void run_with_restarts(const Options& options, const void* function, const char*
         if (deadline && Clock::now() >= *deadline)
             throw_exhausted(label, k + 1, options.restarts, ", and Options::timeout left no time for another",
                             std::move(failures), error);
-        say_restart(failures[first_of_attempt], k + 1, options.restarts, n);
+        const std::vector<RankFailure> attempt_failures(failures.begin() + static_cast<long>(first_of_attempt),
+                                                        failures.end());
+        const std::vector<std::string> left_out = machines.leave_out_lost(attempt_failures);
+        if (const std::optional<std::string> why = machines.too_small())
+            throw_exhausted(label, k + 1, options.restarts,
+                            fmt::format(", and without {} {}: no restart", fmt::join(left_out, ", "), *why),
+                            std::move(failures), error);
+        say_restart(failures[first_of_attempt], k + 1, options.restarts, machines.ranks(), left_out);
     }
 }
 

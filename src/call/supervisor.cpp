@@ -287,10 +287,12 @@ void Supervisor::reap(Worker& w) {
     w.process.pidfd.reset();
 
     const ExitStatus status{reaped_elsewhere, info.si_code == CLD_EXITED, info.si_status};
-    const WorkerRecord record{w.rank, phase_at_exit, w.result.has_value(), w.failed, w.frames.mid_frame()};
+    WorkerRecord record{w.rank, phase_at_exit, w.result.has_value(), w.failed, w.frames.mid_frame()};
+    record.remote = !w.host.empty();
     std::optional<RankFailure> failure = classify_exit(status, record);
     if (!failure) return;
     failure->stderr_tail = w.err_relay.tail();
+    if (failure->kind == RankFailure::Kind::lost) explain_lost_rank(*failure);
     fail(w, std::move(*failure));
 }
 
@@ -298,6 +300,7 @@ void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_
     w.failed = true;
     failure.host = w.host;
     failures_.add(std::move(failure), when.value_or(Clock::now()));
+    interrupts_.mark_stopping();  // the caller's rank stops waiting for its peers
     stop_all();  // one rank failed: the others cannot finish a collective job
 }
 
@@ -323,6 +326,7 @@ void Supervisor::stop_all() {
 
 void Supervisor::on_deadline() {
     failures_.mark_timed_out();
+    interrupts_.mark_stopping();
     for (auto& w : workers_) {
         if (w->exited() || w->failed || w->result) continue;
         RankFailure failure;

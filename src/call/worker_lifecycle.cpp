@@ -1,6 +1,11 @@
 #include "call/worker_lifecycle.hpp"
 
+#include "contract/remote_link.hpp"
+
 #include <signal.h>
+
+#include <algorithm>
+#include <string>
 
 #include <mpify/abi.hpp>
 
@@ -17,6 +22,13 @@ std::optional<RankFailure> classify_exit(const ExitStatus& status, const WorkerR
     // With its status gone, a worker that sent its result counts as having succeeded.
     const bool clean_exit = status.reaped_elsewhere || (status.exited && status.status == 0);
     if (record.failure_recorded || (record.sent_result && clean_exit && !record.left_cut_frame)) return std::nullopt;
+    if (record.remote && status.exited && status.status == lost_rank_exit_code) {
+        RankFailure lost;
+        lost.rank = record.rank;
+        lost.kind = RankFailure::Kind::lost;
+        lost.message = "its connection to the caller closed or fell silent";
+        return lost;
+    }
     // Stopped because of another rank: not a failure of its own, unless a SIGKILL that
     // we had not sent (the grace was still running) ended it.
     const bool killed_by_someone_else = !status.reaped_elsewhere && !status.exited && status.status == SIGKILL &&
@@ -43,6 +55,17 @@ std::optional<RankFailure> classify_exit(const ExitStatus& status, const WorkerR
         if (record.sent_result) failure.message = "after sending its result";
     }
     return failure;
+}
+
+void explain_lost_rank(RankFailure& failure) {
+    std::vector<std::string>& tail = failure.stderr_tail;
+    const auto said = std::find_if(tail.rbegin(), tail.rend(),
+                                   [](const std::string& line) { return line.rfind(lost_rank_line_prefix, 0) == 0; });
+    if (said == tail.rend()) return;
+    // "mpify: lost rank 2@n2: why": the reason follows the rank's name.
+    const std::size_t reason = said->find(": ", std::char_traits<char>::length(lost_rank_line_prefix));
+    if (reason != std::string::npos) failure.message = said->substr(reason + 2);
+    tail.erase(std::next(said).base());
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -52,11 +52,18 @@ struct WorkerRecord {
     bool sent_result = false;
     bool failure_recorded = false;  ///< a failure of this rank is logged already
     bool left_cut_frame = false;    ///< bytes after its last whole frame
+    bool remote = false;            ///< a stand-in of a rank on another machine
 };
 
 /// The failure a worker's end amounts to, or nullopt when it is none: it sent its result
 /// and exited cleanly, we stopped it because of another rank (and nobody else's SIGKILL
-/// ended it while its grace ran), or its failure is logged already.
+/// ended it while its grace ran), or its failure is logged already. A remote rank's
+/// stand-in that says its rank was lost is a failure even while we were stopping it: a
+/// restart must know that its machine is gone, whichever rank failed first.
 std::optional<RankFailure> classify_exit(const ExitStatus& status, const WorkerRecord& record);
+
+/// Turns a lost rank's failure's stderr tail into its message: the stand-in's own line
+/// ("mpify: lost rank 2@n2: why") becomes the message and leaves the tail.
+void explain_lost_rank(RankFailure& failure);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -67,6 +67,12 @@ constexpr std::size_t max_link_payload = std::size_t(1) << 20;
 /// How often each end says it is alive, and how long a silence means it is gone.
 constexpr std::chrono::milliseconds link_beat{1000};
 constexpr std::chrono::milliseconds link_silence_limit{3000};
+/// How a remote rank's stand-in exits when its rank was lost — the link closed before the
+/// rank's end came, or fell silent — rather than ending as the rank did (EX_TEMPFAIL).
+/// The caller's supervisor reads it as "that machine is gone" (RankFailure::Kind::lost).
+constexpr int lost_rank_exit_code = 75;
+/// How the stand-in's line on stderr that says why begins: "mpify: lost rank 2@n2: why".
+constexpr const char* lost_rank_line_prefix = "mpify: lost rank ";
 
 struct LinkMessage {
     LinkType type{};

@@ -24,11 +24,14 @@ void wait_for_collective(c10d::Work& work, const char* what) {
     // that completes just after.
     FutureEnd end(*work.getFuture());
     while (!end.wait_for(interrupt_check_interval)) {
-        if (!mpify::interrupt_requested()) continue;
+        if (!call_stopping()) continue;
         abandon_active_group();
-        throw Error(fmt::format("{}: the call was interrupted while this rank waited for its peers; the group is "
-                                "abandoned (a Gloo group's threads end when Gloo gives up on the stopped ranks)",
-                                what));
+        throw Error(fmt::format("{}: {} while this rank waited for its peers; the group is abandoned (a Gloo "
+                                "group's threads end when Gloo gives up on the stopped ranks)",
+                                what,
+                                mpify::interrupt_requested() ? "the call was interrupted"
+                                                             : "the call stopped its ranks (another rank failed, or "
+                                                               "the timeout expired)"));
     }
     work.wait();  // ended: returns, or rethrows the collective's failure
 }

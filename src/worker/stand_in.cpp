@@ -119,7 +119,7 @@ private:
         to_out_.flush(STDOUT_FILENO);
         to_err_.flush(STDERR_FILENO);
         if (!lost.empty()) {
-            std::fprintf(stderr, "mpify: lost rank %s: %s\n", who_.c_str(), lost.c_str());
+            std::fprintf(stderr, "%s%s: %s\n", lost_rank_line_prefix, who_.c_str(), lost.c_str());
             std::fflush(stderr);
             ::_exit(lost_rank_exit_code);
         }

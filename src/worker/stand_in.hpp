@@ -10,15 +10,12 @@
 //
 // When the link ends before the rank's end came, or stays silent past
 // link_silence_limit, it says so on stderr (the rank, its host, what was seen) and exits
-// with lost_rank_exit_code. SIGKILL ends it at once; its link then closes, and the
+// with lost_rank_exit_code (contract/remote_link.hpp). SIGKILL ends it at once; its link then closes, and the
 // agent ends the remote worker.
 
 #include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
-
-/// The exit code of a stand-in whose remote rank was lost (EX_TEMPFAIL).
-constexpr int lost_rank_exit_code = 75;
 
 /// If MPIFY_STAND_IN is set: stands in for that remote rank until it ends, and ends the
 /// process as it ended. Otherwise returns.

@@ -11,6 +11,9 @@
 //         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
 //                 (the sum of the ranks), then "parameters match one process: yes|no"
 //         allreduce  the first half of ddp only: "allreduce = S"
+//         shrink:M   in_ddp with one restart and Options::min_ranks = M, whose first
+//                 attempt waits ("rank R of W waits") until a machine is lost; the
+//                 restart prints "shrunk: world W sum S restart 1"
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
 //                 (the library file each rank loaded), after "library: PATH"
@@ -70,8 +73,8 @@ void ship(const mpify::Options& options, int n) {
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr
-            << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|ship TEMPLATE PER_HOST TIMEOUT_MS HOST...\n";
+        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|shrink:M|ship TEMPLATE PER_HOST "
+                     "TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -109,6 +112,12 @@ int main(int argc, char** argv) {
             bool match = ddp.size() == single.size();
             for (std::size_t i = 0; match && i < ddp.size(); ++i) match = at::allclose(ddp[i], single[i], 0, 1e-5);
             std::cout << "parameters match one process: " << (match ? "yes" : "no") << std::endl;
+        } else if (mode.rfind("shrink:", 0) == 0) {
+            options.restarts = 1;
+            options.min_ranks = std::atoi(mode.c_str() + 7);
+            const std::string result =
+                mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::wait_for_a_lost_machine);
+            std::cout << "shrunk: " << result << std::endl;
         } else if (mode == "ship") {
             ship(options, n);
         } else if (mode == "hang") {

@@ -5,8 +5,10 @@
 #include "call/failure_log.hpp"
 #include "call/interrupt_watch.hpp"
 #include "call/output_relay.hpp"
+#include "call/shrinking_placement.hpp"
 #include "call/supervisor.hpp"
 #include "call/worker_lifecycle.hpp"
+#include "contract/remote_link.hpp"
 #include "spawn/child_process.hpp"
 #include "wire/frames.hpp"
 #include "wire/messages.hpp"
@@ -85,6 +87,69 @@ TEST_CASE("a worker's end is classified from its status and what it sent", "[sup
         const auto failure = classify_exit(ExitStatus{true, false, 0}, record(WorkerPhase::running, false));
         REQUIRE(failure);
         CHECK(failure->kind == RankFailure::Kind::reaped_elsewhere);
+    }
+    SECTION("a remote rank's stand-in that lost its rank is lost, even while we were stopping it") {
+        WorkerRecord remote = record(WorkerPhase::terminating, false);
+        remote.remote = true;
+        auto failure = classify_exit(exited_with(lost_rank_exit_code), remote);
+        REQUIRE(failure);
+        CHECK(failure->kind == RankFailure::Kind::lost);
+        failure->stderr_tail = {"some line", "mpify: lost rank 3@n2: nothing came from it for 3 s (its machine)"};
+        explain_lost_rank(*failure);
+        CHECK(failure->message == "nothing came from it for 3 s (its machine)");
+        CHECK(failure->stderr_tail == std::vector<std::string>{"some line"});
+        // A local worker's exit code 75 is only an exit code.
+        CHECK_FALSE(classify_exit(exited_with(lost_rank_exit_code), record(WorkerPhase::terminating, false)));
+        const auto local = classify_exit(exited_with(lost_rank_exit_code), record(WorkerPhase::running, false));
+        REQUIRE(local);
+        CHECK(local->kind == RankFailure::Kind::exited);
+    }
+}
+
+namespace {
+
+RankFailure lost_rank(int rank) {
+    RankFailure failure;
+    failure.rank = rank;
+    failure.kind = RankFailure::Kind::lost;
+    return failure;
+}
+
+}  // namespace
+
+TEST_CASE("with min_ranks, a lost rank's host is left out and the next attempt shrinks to what is left",
+          "[supervisor]") {
+    Options options;
+    options.placement = Placement::by_command("run %H %C", {"a", "b", "c"}, 2);
+    options.min_ranks = 2;
+    // Five ranks: the caller's 0, 1-2 on a, 3-4 on b; c is spare.
+    ShrinkingPlacement machines(options, 5, "call");
+    CHECK(machines.ranks() == 5);
+    RankFailure threw;
+    threw.rank = 1;
+    CHECK(machines.leave_out_lost({threw}).empty());  // a rank that threw loses no machine
+    CHECK(machines.leave_out_lost({lost_rank(4), lost_rank(3)}) == std::vector<std::string>{"b"});
+    CHECK(machines.placement().hosts == std::vector<std::string>{"a", "c"});
+    CHECK(machines.ranks() == 5);  // the spare host steps in
+    CHECK_FALSE(machines.too_small());
+    CHECK(machines.leave_out_lost({lost_rank(2)}) == std::vector<std::string>{"a"});
+    CHECK(machines.ranks() == 3);
+    CHECK_FALSE(machines.too_small());
+    CHECK(machines.leave_out_lost({lost_rank(1)}) == std::vector<std::string>{"c"});
+    CHECK(machines.ranks() == 1);
+    REQUIRE(machines.too_small());
+    CHECK(*machines.too_small() == "the machines that answer hold 1 rank, fewer than Options::min_ranks = 2");
+
+    SECTION("without min_ranks nothing shrinks") {
+        options.min_ranks = 0;
+        ShrinkingPlacement fixed(options, 5, "call");
+        CHECK(fixed.leave_out_lost({lost_rank(3)}).empty());
+        CHECK(fixed.ranks() == 5);
+        CHECK(fixed.placement().hosts.size() == 3);
+    }
+    SECTION("a min_ranks above n is refused") {
+        options.min_ranks = 6;
+        CHECK_THROWS_AS(ShrinkingPlacement(options, 5, "call"), UsageError);
     }
 }
 

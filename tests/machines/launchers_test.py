@@ -4,7 +4,8 @@ and munge) and Open MPI's mpirun. On the first, each node is a machine of its ow
 slurmd in a network namespace reached over veth, n2 also in a private mount namespace),
 and one caller outside an allocation has srun start its ranks as steps of it
 (Placement::slurm): results, in_ddp, a library shipped to n2, the caller's port
-unreachable from n2, a worker killed, an interrupt, a node dying; the intro notebook run
+unreachable from n2, a worker killed, an interrupt, a machine lost and the call
+restarted without it (Options::min_ranks), a node dying; the intro notebook run
 by mpify's kernel inside an allocation trains with a rank on a node; and
 Placement::mpirun reaches the same two nodes. On the second (two
 slurmd on ports 17001-17002 of 127.0.0.1), srun, sbatch and mpirun start one caller per
@@ -224,6 +225,7 @@ def slurm_cases(caller, hostlist, remote_caller, example, notebook):
         if notebook:
             notebook_on_allocation_case(cluster, notebook)
         mpirun_on_nodes_case(cluster, remote_caller)
+        lost_machine_case(cluster, remote_caller)
         node_death_case(cluster, remote_caller)  # last: it leaves n2 dead
     left = [name for name in cluster.netns.values() if name in ip("netns", "list").stdout]
     check(not left, "the nodes' namespaces are removed with the cluster", str(left))
@@ -476,6 +478,75 @@ def is_gone(pid):
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except FileNotFoundError:
         return True
+
+
+def mpify_processes(cluster, node):
+    """mpify's processes (agents, workers) in `node`'s network namespace."""
+    names = []
+    for pid in cluster.node_processes(node):
+        try:
+            names.append(command_name(pid))
+        except FileNotFoundError:
+            pass
+    return [name for name in names if "mpify" in name]
+
+
+def lost_machine_case(cluster, remote_caller):
+    """in_ddp over the caller and 2 nodes x 2 ranks with one restart and
+    Options::min_ranks, its first attempt waiting: n2 falls silent (the caller's address
+    cut from it), or its processes are killed, and the call restarts on the caller and
+    n1's two ranks; with min_ranks above what is left: a clear error, no restart. Nothing
+    of mpify's is left on either node."""
+    job, env = allocation_of_two_nodes(cluster, " (a machine is lost)")
+    if job is None:
+        return
+    try:
+        for how, min_ranks in (("falls silent", 3), ("is killed", 3), ("is killed", 5)):
+            caller = subprocess.Popen([remote_caller, f"shrink:{min_ranks}", f"slurm:{job}", "2", "180000", "n1", "n2"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            patience = threading.Timer(180, caller.kill)
+            patience.start()
+            seen = ""
+            while seen.count(" of 5 waits") < 5:
+                line = caller.stdout.readline()
+                if not line:
+                    break
+                seen += line
+            check(seen.count(" of 5 waits") == 5, f"a machine {how}: the 5 ranks of the first attempt wait", seen)
+            at = time.monotonic()
+            if how == "falls silent":
+                cluster.cut_from_caller("n2")
+            else:
+                for pid in cluster.node_processes("n2"):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            out = seen + caller.stdout.read()
+            caller.wait()
+            elapsed = time.monotonic() - at
+            patience.cancel()
+            if how == "falls silent":
+                cluster.cut_from_caller("n2", cut=False)
+            if min_ranks == 3:
+                check(caller.returncode == 0 and "shrunk: world 3 sum 6 restart 1" in out and
+                      "restart 1 of 1 on 3 ranks, without n2" in out and
+                      ("was lost: nothing came from it" if how == "falls silent" else "was lost: its connection closed")
+                      in out, f"min_ranks 3: n2 {how}, and in_ddp restarts on the caller and n1's 2 ranks "
+                      f"({elapsed:.1f} s from the loss to the result)", out)
+            else:
+                check(caller.returncode == 1 and "was lost" in out and
+                      "without n2 the machines that answer hold 3 ranks, fewer than Options::min_ranks = 5" in out and
+                      "restart 1 of" not in out and elapsed < 10,
+                      f"min_ranks 5: n2's processes killed, a clear error and no restart ({elapsed:.1f} s)", out)
+            deadline = time.monotonic() + 6
+            while (mpify_processes(cluster, "n1") or mpify_processes(cluster, "n2")) and time.monotonic() < deadline:
+                time.sleep(0.2)  # n2's agent stops its worker 3 s after the caller fell silent: watched
+            check(not mpify_processes(cluster, "n1") and not mpify_processes(cluster, "n2"),
+                  f"a machine {how}: nothing of mpify's left on either node",
+                  str(mpify_processes(cluster, "n1") + mpify_processes(cluster, "n2")))
+    finally:
+        subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
 
 
 def node_death_case(cluster, remote_caller):
