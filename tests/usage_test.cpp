@@ -31,6 +31,13 @@ TEST_CASE("a caller rank outside 0..n-1 is a usage error", "[usage]") {
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("output_ranks naming a rank outside the call is a usage error", "[usage]") {
+    mpify::Options options;
+    options.output_ranks = {0, 3};
+    REQUIRE_THROWS_WITH(mpify::ranch(options, 3, in_program::add, 1, 2),
+                        Contains("Options::output_ranks names rank 3, outside [0, 3)"));
+}
+
 TEST_CASE("a function that is not registered is a usage error that says what to add", "[usage]") {
     REQUIRE_THROWS_MATCHES(mpify::ranch(2, not_registered, 1), mpify::UsageError,
                            Catch::Predicate<std::exception>([](const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <mpify/abi.hpp>
 #include <mpify/placement.hpp>
@@ -110,6 +111,20 @@ struct Options {
     /// With Relay::lines: if set, each line (without its newline) goes here instead of
     /// std::cout / std::cerr. Called from mpify's supervisor thread, one line at a time.
     std::function<void(int rank, Stream stream, const std::string& line)> on_output;
+
+    /// With Relay::lines: the ranks whose lines are relayed, to the caller's streams or
+    /// to on_output (torchrun's --local-ranks-filter); empty: every rank. The others'
+    /// output is read and dropped; their last stderr lines still go into a failure's
+    /// report.
+    std::vector<int> output_ranks;
+
+    /// With Relay::lines to the caller's streams: what comes before each line, with
+    /// `{rank}` replaced by the rank and `{host}` by its machine (empty for this one).
+    /// Empty: "[rank k] ", and "[rank k@host] " for a rank on another machine. A line a
+    /// worker redraws with '\r' (a progress bar) is relayed as it is drawn, prefixed and
+    /// ended by '\r', so that a terminal or a notebook shows one live line; on_output
+    /// gets only whole lines.
+    std::string output_prefix;
 
     /// When ranks must be stopped (a failure, a timeout), each gets SIGTERM, then SIGKILL
     /// after this grace period.

@@ -33,6 +33,11 @@ void check_options(const Options& options, int n, const std::string& label) {
                                      "std::nullopt for a caller that only waits",
                                      label, *options.caller_rank, n));
     if (options.timeout.count() < 0) throw UsageError(fmt::format("{}: timeout is negative", label));
+    for (int rank : options.output_ranks)
+        if (rank < 0 || rank >= n)
+            throw UsageError(fmt::format("{}: Options::output_ranks names rank {}, outside [0, {}): name ranks of "
+                                         "the call, or leave it empty for every rank",
+                                         label, rank, n));
     for (const auto& [name, value] : options.env) {
         // An environment entry is a C string "NAME=value": '=' ends the name, NUL the entry.
         if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -10,28 +11,60 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 constexpr std::size_t tail_lines = 20;
-// A "line" that never ends (a progress bar redrawn with \r) is relayed in pieces.
+// A line that never ends (and is never redrawn) is relayed in pieces.
 constexpr std::size_t max_line = 64 * 1024;
+
+// Options::output_prefix with {rank} and {host} replaced; empty: mpify's own prefix.
+std::string prefix_of(const std::string& format, int rank, const std::string& host) {
+    if (format.empty())
+        return host.empty() ? fmt::format("[rank {}] ", rank) : fmt::format("[rank {}@{}] ", rank, host);
+    std::string prefix;
+    for (std::size_t i = 0; i < format.size();) {
+        if (format.compare(i, 6, "{rank}") == 0) {
+            prefix += std::to_string(rank);
+            i += 6;
+        } else if (format.compare(i, 6, "{host}") == 0) {
+            prefix += host;
+            i += 6;
+        } else {
+            prefix += format[i++];
+        }
+    }
+    return prefix;
+}
+
 }  // namespace
 
 OutputRelay::OutputRelay(const Options& options, CallerStreams& caller, int rank, const std::string& host,
                          Stream stream)
-    : options_(options), caller_(caller), rank_(rank),
-      prefix_(host.empty() ? fmt::format("[rank {}] ", rank) : fmt::format("[rank {}@{}] ", rank, host)),
+    : options_(options), caller_(caller), rank_(rank), prefix_(prefix_of(options.output_prefix, rank, host)),
+      relayed_(options.output_ranks.empty() ||
+               std::find(options.output_ranks.begin(), options.output_ranks.end(), rank) != options.output_ranks.end()),
       stream_(stream) {}
 
 void OutputRelay::feed(const char* data, std::size_t size) {
     partial_.append(data, size);
     std::size_t start = 0;
-    for (std::size_t newline; (newline = partial_.find('\n', start)) != std::string::npos; start = newline + 1) {
-        emit(partial_.substr(start, newline - start));
+    for (std::size_t end; (end = partial_.find_first_of("\r\n", start)) != std::string::npos;) {
+        if (partial_[end] == '\r' && end + 1 == partial_.size()) break;  // the next byte tells "\r\n" from a redraw
+        const bool redrawn = partial_[end] == '\r' && partial_[end + 1] != '\n';
+        std::string line = partial_.substr(start, end - start);
+        start = end + (partial_[end] == '\r' && !redrawn ? 2 : 1);
+        if (redrawn) redraw(line);
+        else emit(std::move(line));
     }
     partial_.erase(0, start);
     if (partial_.size() >= max_line) emit(std::exchange(partial_, {}));
 }
 
 void OutputRelay::finish() {
+    if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
     if (!partial_.empty()) emit(std::exchange(partial_, {}));
+}
+
+void OutputRelay::redraw(const std::string& line) {
+    if (forwarding_ && relayed_ && options_.relay == Relay::lines && !options_.on_output)
+        caller_.write(stream_, prefix_ + line + "\r");
 }
 
 void OutputRelay::emit(std::string line) {
@@ -39,7 +72,7 @@ void OutputRelay::emit(std::string line) {
         tail_.push_back(line);
         if (tail_.size() > tail_lines) tail_.pop_front();
     }
-    if (forwarding_ && options_.relay == Relay::lines) {
+    if (forwarding_ && relayed_ && options_.relay == Relay::lines) {
         if (options_.on_output) {
             options_.on_output(rank_, stream_, line);
         } else {

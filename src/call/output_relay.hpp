@@ -1,8 +1,10 @@
 #pragma once
 // Splits a worker's output stream into lines and hands each line on: to the caller's
 // stdout / stderr with a "[rank k] " prefix, "[rank k@host] " for a rank on another
-// machine (through CallerStreams, which never blocks), or to Options::on_output. Keeps
-// the last lines of stderr for crash reports.
+// machine, or Options::output_prefix (through CallerStreams, which never blocks), or to
+// Options::on_output — for the ranks Options::output_ranks names. A line redrawn with
+// '\r' (a progress bar) goes to the caller's stream as drawn, one live line. Keeps the
+// last lines of stderr for crash reports.
 #include "call/caller_streams.hpp"
 
 #include <mpify/options.hpp>
@@ -29,11 +31,14 @@ public:
 
 private:
     void emit(std::string line);
+    /// A line drawn again from its start ("...\r"): shown as it is now.
+    void redraw(const std::string& line);
 
     const Options& options_;
     CallerStreams& caller_;
     int rank_;
-    std::string prefix_;  // "[rank k] " or "[rank k@host] "
+    std::string prefix_;  // "[rank k] ", "[rank k@host] " or Options::output_prefix's
+    bool relayed_;        // Options::output_ranks names the rank (or is empty)
     Stream stream_;
     std::string partial_;
     std::deque<std::string> tail_;

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <functional>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -266,6 +268,41 @@ TEST_CASE("the output relay hands on whole lines, the last one at the stream's e
     relay.feed(after.data(), after.size());
     CHECK(collected.lines.size() == 4);
     CHECK(relay.tail().back() == "kept for the tail only");
+}
+
+TEST_CASE("a line redrawn with a carriage return is shown live; on_output gets whole lines", "[supervisor]") {
+    Collected collected;
+    CallerStreams caller;
+    OutputRelay relay(collected.options, caller, 1, "", Stream::out);
+    const std::string bytes = "10%\r20%\r30%\ndone\r\n";
+    relay.feed(bytes.data(), bytes.size() - 1);  // "\r" last: it may still become "\r\n"
+    CHECK(collected.lines == std::vector<std::string>{"1:30%"});
+    relay.feed(bytes.data() + bytes.size() - 1, 1);
+    CHECK(collected.lines == std::vector<std::string>{"1:30%", "1:done"});
+    const std::string redrawn = "a\rb\r";
+    relay.feed(redrawn.data(), redrawn.size());
+    relay.finish();  // a last redraw without its newline is the last line
+    CHECK(collected.lines == std::vector<std::string>{"1:30%", "1:done", "1:b"});
+}
+
+TEST_CASE("output_ranks and output_prefix choose whose lines go to the caller's streams and how they begin",
+          "[supervisor]") {
+    std::ostringstream captured;
+    std::streambuf* const was = std::cout.rdbuf(captured.rdbuf());  // CallerStreams then writes to std::cout
+    {
+        Options options;
+        options.output_ranks = {1};
+        options.output_prefix = "{rank}@{host}| ";
+        CallerStreams caller;
+        OutputRelay shown(options, caller, 1, "n2", Stream::out);
+        OutputRelay hidden(options, caller, 2, "", Stream::out);
+        const std::string bytes = "step 1\rstep 2\nlast\n";
+        shown.feed(bytes.data(), bytes.size());
+        hidden.feed(bytes.data(), bytes.size());
+        caller.drain(std::nullopt, [] { return false; });
+    }
+    std::cout.rdbuf(was);
+    CHECK(captured.str() == "1@n2| step 1\r1@n2| step 2\n1@n2| last\n");
 }
 
 namespace {
