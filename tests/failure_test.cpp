@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <stdexcept>
 
 #include <sys/stat.h>
@@ -119,4 +120,31 @@ TEST_CASE("a timeout stops every worker and names the ranks still running", "[fa
         CHECK(e.failures().size() == 2);
     }
     CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("what a rank started ends with it: after a timeout, a failure and a return", "[failure]") {
+    // Each worker starts `sleep 30` (a shell command, a data loader's process) and then
+    // hangs until the timeout, throws, or returns.
+    for (int how : {0, 1, 2}) {
+        CAPTURE(how);
+        auto children = std::make_shared<std::vector<pid_t>>();
+        mpify::Options options = mpify_test::quiet();
+        options.caller_rank = std::nullopt;
+        options.stop_grace = std::chrono::milliseconds(200);
+        if (how == 0) options.timeout = std::chrono::seconds(3);
+        // With no rank of its own, the caller supervises on this thread: no lock needed.
+        options.on_output = [children](int, mpify::Stream, const std::string& line) {
+            if (line.rfind("child ", 0) == 0) children->push_back(static_cast<pid_t>(std::stol(line.substr(6))));
+        };
+        try {
+            mpify::ranch(options, 2, in_library::start_a_sleep_then, how);
+            CHECK(how == 2);
+        } catch (const mpify::Error&) {
+            CHECK(how != 2);
+        }
+        // After a failure the other rank may be stopped before it started its child.
+        REQUIRE(children->size() >= (how == 1 ? 1u : 2u));
+        for (pid_t pid : *children) CHECK(mpify_test::wait_for_exit(pid, 2000));
+        CHECK(mpify_test::has_no_children());
+    }
 }

@@ -133,6 +133,21 @@ int hang_on_workers(int printed_marker) {
 }
 MPIFY_REGISTER(hang_on_workers);
 
+int start_a_sleep_then(int how) {
+    // A process of the rank's own, as a shell command or a data loader starts one.
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    std::cout << "child " << child << std::endl;
+    if (how == 1) throw std::runtime_error("failing with a child running");
+    if (how == 0)
+        for (;;) ::pause();
+    return how;
+}
+MPIFY_REGISTER(start_a_sleep_then);
+
 int wait_for_interrupt(int max_seconds) {
     // Every rank says it runs, then waits; the caller's rank until interrupt_requested().
     std::cout << "waiting" << std::endl;

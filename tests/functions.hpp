@@ -64,7 +64,8 @@ struct TestContext {
     std::string env_of(std::string name);                                            \
     int nested_ranch();                                                              \
     int fail_before_restart(int failing_rank, int failed_attempts, std::string how); \
-    int fail_then_wait_for_interrupt(int max_seconds);
+    int fail_then_wait_for_interrupt(int max_seconds);                               \
+    int start_a_sleep_then(int how);
 
 namespace in_program {
 MPIFY_TEST_DECLARE_FUNCTIONS

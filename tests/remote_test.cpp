@@ -18,6 +18,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -188,6 +189,22 @@ TEST_CASE("a remote rank whose agent is killed is an error naming the rank and h
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("what a remote rank started ends with it when the call times out", "[remote][once]") {
+    auto children = std::make_shared<std::vector<pid_t>>();
+    mpify::Options options = on_this_host(2, 1);
+    options.caller_rank = std::nullopt;
+    options.timeout = std::chrono::seconds(5);
+    options.stop_grace = std::chrono::milliseconds(200);
+    // With no rank of its own, the caller supervises on this thread: no lock needed.
+    options.on_output = [children](int, mpify::Stream, const std::string& line) {
+        if (line.rfind("child ", 0) == 0) children->push_back(static_cast<pid_t>(std::stol(line.substr(6))));
+    };
+    CHECK_THROWS_AS(mpify::ranch(options, 2, in_library::start_a_sleep_then, 0), mpify::TimeoutError);
+    REQUIRE(children->size() == 2);  // each started `sleep 30` on its machine (this one, here)
+    for (pid_t pid : *children) CHECK(mpify_test::wait_for_exit(pid, 2000));
+    CHECK(mpify_test::has_no_children());
+}
+
 TEST_CASE("a launcher that fails is an error with its command and its output, and placements that cannot work are "
           "usage errors",
           "[remote][once]") {
@@ -236,6 +253,26 @@ TEST_CASE("strangers on the caller's port during a call are refused and the resu
     const std::vector<int> sums = mpify::ranch(options, 3, in_library::add, 40, 2);
     CHECK(sums == std::vector<int>{42, 43, 44});  // a + b + rank
     CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a flood of new connections on the caller's port during a 1 + 2 x 2 call locks no agent out",
+          "[remote][once]") {
+    // Rank 1's launcher starts a stranger that opens connections as fast as one process
+    // can until every agent is in, then its agent (tests/helpers/agent_impostor.py flood).
+    const mpify_test::TempDir reports;
+    const std::string& folder = reports.path();
+    mpify::Options options = on_this_host(2, 2);
+    options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " flood " +
+                                MPIFY_TEST_CONNECTION_FLOOD + " " + folder + " %C";
+    const std::vector<int> sums = mpify::ranch(options, 5, in_library::add, 40, 2);
+    CHECK(sums == std::vector<int>{42, 43, 44, 45, 46});  // a + b + rank
+    CHECK(mpify_test::has_no_children());
+    std::ifstream report(folder + "/flood");
+    double connections = 0, seconds = 1;
+    report >> connections >> seconds;
+    const double per_second = connections / seconds;
+    INFO("the stranger opened " << connections << " connections in " << seconds << " s");
+    CHECK(per_second >= 3000);  // the rate at which the port's admission used to lock agents out
 }
 
 TEST_CASE("an agent whose mpify was built with another LibTorch is an error naming both versions", "[remote][once]") {

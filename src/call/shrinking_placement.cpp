@@ -8,8 +8,8 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
 ShrinkingPlacement::ShrinkingPlacement(const Options& options, int n, const std::string& label)
-    : placement_(options.placement), caller_rank_(options.caller_rank), n_(n), min_ranks_(options.min_ranks),
-      ranks_(n), shrinking_(options.min_ranks > 0 && options.placement.launcher != Placement::Launcher::this_machine) {
+    : placement_(options.placement), caller_rank_(options.caller_rank), n_(n), min_ranks_(options.min_ranks), ranks_(n),
+      shrinking_(options.min_ranks > 0 && options.placement.launcher != Placement::Launcher::this_machine) {
     if (options.min_ranks < 0 || options.min_ranks > n)
         throw UsageError(fmt::format("{}: Options::min_ranks is {}; it must be between 0 (never run on fewer ranks) "
                                      "and the call's {} ranks",

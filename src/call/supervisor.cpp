@@ -81,7 +81,7 @@ void Supervisor::run() noexcept {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
         failures_.call_failed("mpify's supervision of the workers failed:", std::current_exception());
         for (auto& w : workers_)
-            if (!w->exited()) signal_child(w->process.pidfd.get(), w->process.pid, SIGKILL);
+            if (!w->exited()) signal_child_and_group(w->process.pidfd.get(), w->process.pid, SIGKILL);
     }
 }
 
@@ -266,6 +266,11 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
 
 void Supervisor::reap(Worker& w) {
     siginfo_t info{};
+    // Ended, not yet reaped: what it started (its process group) ends with it, while its
+    // pid still names that group.
+    if (::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0)
+        signal_child_and_group(-1, w.process.pid, SIGKILL);
+    info = siginfo_t{};
     const int waited =
         retry_on_eintr([&] { return ::waitid(P_PID, static_cast<id_t>(w.process.pid), &info, WEXITED | WNOHANG); });
     // The pidfd says it ended, yet there is no child to wait for: something else in this
@@ -315,7 +320,7 @@ void Supervisor::stop(Worker& w) {
 }
 
 void Supervisor::take_stop_step(Worker& w, const StopPlan::Step& step) {
-    signal_child(w.process.pidfd.get(), w.process.pid, step.signal);
+    signal_child_and_group(w.process.pidfd.get(), w.process.pid, step.signal);
     w.phase = step.phase;
     w.kill_due = step.next_step_due;
 }

@@ -131,8 +131,15 @@ void signal_child(int pidfd, pid_t pid, int signal) noexcept {
     ::kill(pid, signal);
 }
 
+void signal_child_and_group(int pidfd, pid_t pid, int signal) noexcept {
+    signal_child(pidfd, pid, signal);
+    // The group's id is its leader's pid: no group has it when the child leads none
+    // (ESRCH), and no other process can take it while the child is unreaped.
+    ::kill(-pid, signal);
+}
+
 void kill_and_reap(pid_t pid, int pidfd) noexcept {
-    signal_child(pidfd, pid, SIGKILL);
+    signal_child_and_group(pidfd, pid, SIGKILL);
     wait_for_child(pid);
 }
 

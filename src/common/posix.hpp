@@ -135,8 +135,14 @@ bool wait_for_child(pid_t pid, siginfo_t* info = nullptr) noexcept;
 /// when there is no pidfd.
 void signal_child(int pidfd, pid_t pid, int signal) noexcept;
 
-/// Sends SIGKILL to a child of this process (through `pidfd` when given, as
-/// signal_child) and waits until it is reaped.
+/// signal_child, and the same signal to the process group the child leads: what it
+/// started (a shell command, a data loader's processes) goes with it. Only for a child
+/// that is not yet reaped: until then its pid names no other process nor group. A child
+/// that leads no group is signalled alone.
+void signal_child_and_group(int pidfd, pid_t pid, int signal) noexcept;
+
+/// Sends SIGKILL to a child of this process and to the group it leads (through `pidfd`
+/// when given, as signal_child_and_group) and waits until it is reaped.
 void kill_and_reap(pid_t pid, int pidfd = -1) noexcept;
 
 /// This machine's host name, for messages and for the machines of a group ("?" when

@@ -68,9 +68,9 @@ std::string read_by(int fd, std::size_t size, Clock::time_point deadline, const 
         case ExactRead::timed_out:
             throw HandshakeRefused(std::string("no complete ") + what + " in time (" + std::to_string(read.have) +
                                    " of " + std::to_string(size) + " bytes)");
-        case ExactRead::end_of_file: throw HandshakeRefused(std::string("the connection closed during the ") + what);
+        case ExactRead::end_of_file: throw HandshakeCut(std::string("the connection closed during the ") + what);
         case ExactRead::failed:
-            throw HandshakeRefused(std::string("reading the ") + what + " failed: " + std::strerror(read.error_number));
+            throw HandshakeCut(std::string("reading the ") + what + " failed: " + std::strerror(read.error_number));
     }
     return bytes;
 }
@@ -82,7 +82,7 @@ void send(int fd, const std::string& bytes, const char* what) {
         write_all(fd, bytes.data(), bytes.size(), what);
     } catch (const std::system_error& e) {
         if (e.code().value() == EPIPE || e.code().value() == ECONNRESET)
-            throw HandshakeRefused(std::string("the connection closed during the ") + what);
+            throw HandshakeCut(std::string("the connection closed during the ") + what);
         throw HandshakeRefused(e.what());
     } catch (const std::exception& e) {
         throw HandshakeRefused(e.what());
@@ -119,6 +119,12 @@ std::string CallSecret::hex() const {
 }
 
 const std::size_t WorkerAdmission::answer_size = answer_bytes;
+
+std::string WorkerAdmission::refusal() {
+    std::string refused = std::string(magic) + " refused";
+    refused.resize(proof_size, '\0');
+    return refused;
+}
 
 WorkerAdmission::WorkerAdmission(const CallSecret& secret)
     : secret_(secret), nonce_((start_sodium(), random_nonce())), challenge_(std::string(magic) + nonce_) {}
@@ -159,6 +165,8 @@ void prove_to_caller(int fd, const CallSecret& secret, int rank, Clock::time_poi
              proof(secret, "mpify worker", caller_nonce, worker_nonce, rank_field),
          "answer");
     const std::string caller_proof = read_by(fd, proof_size, deadline, "caller's proof");
+    if (caller_proof == WorkerAdmission::refusal())
+        throw HandshakeRefused("the caller refused this worker's proof (a secret or rank of another call)");
     if (!same_proof(caller_proof, proof(secret, "mpify caller", worker_nonce, caller_nonce, rank_field)))
         throw HandshakeRefused("the other end does not prove the call's secret: it is not this worker's caller");
 }

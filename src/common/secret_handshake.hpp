@@ -14,6 +14,11 @@
 //   worker -> caller   "MPIFYCB1" | worker nonce (32) | rank (u32, little-endian)
 //                      | HMAC-SHA256(secret, "mpify worker" | caller nonce | worker nonce | rank)
 //   caller -> worker   HMAC-SHA256(secret, "mpify caller" | worker nonce | caller nonce | rank)
+//                      or, for an answer it refuses, "MPIFYCB1 refused" padded with zero
+//                      bytes to the same 32 (then it hangs up)
+//
+// A connection closed before the third message without the refusal was cut (the caller
+// made room in a flood of connections): the worker may connect again.
 //
 // Every message has a fixed size, so a stranger can make neither side wait for more than
 // that or past the deadline; proofs are checked in constant time. Random bytes and
@@ -65,6 +70,14 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// The connection closed or failed in the middle of the handshake — the other end hung
+/// up (a caller making room in a flood of connections closes the oldest silent ones) —
+/// rather than refused a proof: worth trying again on a new connection.
+class HandshakeCut : public HandshakeRefused {
+public:
+    using HandshakeRefused::HandshakeRefused;
+};
+
 /// The caller's side of one connection, in steps, for a loop that admits many at once:
 /// send challenge(), read answer_size bytes, check() them, send caller_proof().
 class WorkerAdmission {
@@ -81,6 +94,8 @@ public:
     int check(std::string_view answer, int world_size);
     /// The caller's proof for the answer check() accepted.
     const std::string& caller_proof() const { return caller_proof_; }
+    /// What the caller sends instead of its proof for an answer it refuses.
+    static std::string refusal();
 
 private:
     const CallSecret& secret_;

@@ -53,6 +53,14 @@ struct ConnectBackListener::Pending {
         : fd(std::move(f)), peer(peer_address(fd.get())), admission(secret), until(u) {}
 };
 
+struct ConnectBackListener::Round {
+    const CallSecret& secret;
+    int world_size;
+    const std::vector<bool>& wanted;
+    std::chrono::milliseconds patience;
+    std::map<int, UniqueFd>& admitted;
+};
+
 ConnectBackListener::ConnectBackListener(const std::string& address, int port) : address_(address) {
     if (is_wildcard(address))
         throw UsageError(fmt::format("mpify: remote workers connect back to one address of this machine, the one "
@@ -62,6 +70,10 @@ ConnectBackListener::ConnectBackListener(const std::string& address, int port) :
     endpoint.host = address;
     endpoint.port = port;
     listener_ = listen_at(endpoint);
+    // The longest queue of connections the system allows (listen again, on Linux, only
+    // resizes it): an agent's connection waits there behind a flood's instead of having
+    // its SYN dropped.
+    ::listen(listener_.get(), SOMAXCONN);
     port_ = endpoint.port;
     set_blocking(listener_.get(), false);
 }
@@ -74,6 +86,7 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
                                                    const std::vector<int>& return_when_ready,
                                                    const std::function<bool()>& give_up) {
     std::map<int, UniqueFd> admitted;
+    Round round{secret, world_size, wanted, patience, admitted};
     // Connections still proving themselves; those left when admission ends are closed.
     std::vector<std::unique_ptr<Pending>> pending;
     auto all_there = [&] {
@@ -101,7 +114,7 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
         std::vector<std::unique_ptr<Pending>> still;
         for (std::size_t i = 0; i < pending.size(); ++i) {
             Pending& p = *pending[i];
-            if (poll.revents(i + 1) != 0 && advance(p, world_size, wanted, admitted)) continue;
+            if (poll.revents(i + 1) != 0 && advance(p, round)) continue;
             if (Clock::now() >= p.until) {  // also for one that sends a byte now and then
                 refuse(p, fmt::format("no proof within {} ms ({} of {} bytes)", patience.count(), p.answer.size(),
                                       WorkerAdmission::answer_size));
@@ -110,22 +123,21 @@ std::map<int, UniqueFd> ConnectBackListener::admit(const CallSecret& secret, int
             still.push_back(std::move(pending[i]));
         }
         pending = std::move(still);
-        if (poll.revents(0) != 0) accept_new(secret, patience, pending);
+        if (poll.revents(0) != 0) accept_new(round, pending);
     }
     return admitted;
 }
 
-void ConnectBackListener::accept_new(const CallSecret& secret, std::chrono::milliseconds patience,
-                                     std::vector<std::unique_ptr<Pending>>& pending) {
-    for (;;) {
+void ConnectBackListener::accept_new(Round& round, std::vector<std::unique_ptr<Pending>>& pending) {
+    for (std::size_t accepted = 0; accepted < accepts_per_round; ++accepted) {
         UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
         if (!fd) return;  // none left (EAGAIN), or out of fds: the rest wait in the backlog
-        auto arrived = std::make_unique<Pending>(std::move(fd), secret, Clock::now() + patience);
-        if (pending.size() >= most_pending) {  // the one that has had longest to prove itself makes room
-            refuse(*pending.front(), fmt::format("closed to make room: {} connections were already proving "
-                                                 "themselves",
-                                                 most_pending));
-            pending.erase(pending.begin());
+        auto arrived = std::make_unique<Pending>(std::move(fd), round.secret, Clock::now() + round.patience);
+        if (pending.size() >= most_pending && !make_room(round, pending)) {
+            refuse(*arrived, fmt::format("closed at once: {} connections were already proving themselves, each "
+                                         "with part of a proof sent",
+                                         most_pending));
+            continue;
         }
         if (!send_small(arrived->fd.get(), arrived->admission.challenge())) {
             refuse(*arrived, "the challenge could not be sent");
@@ -135,8 +147,27 @@ void ConnectBackListener::accept_new(const CallSecret& secret, std::chrono::mill
     }
 }
 
-bool ConnectBackListener::advance(Pending& p, int world_size, const std::vector<bool>& wanted,
-                                  std::map<int, UniqueFd>& admitted) {
+bool ConnectBackListener::make_room(Round& round, std::vector<std::unique_ptr<Pending>>& pending) {
+    // Oldest first: what each has sent is read before it is judged, so a worker whose
+    // proof has arrived is admitted, not closed.
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
+        Pending& p = **it;
+        const bool done = advance(p, round);
+        if (!done && !p.answer.empty()) continue;  // it has begun its proof: it keeps its place
+        if (!done)
+            refuse(p, fmt::format("closed to make room: {} connections were already proving themselves, and it "
+                                  "had sent nothing",
+                                  most_pending));
+        pending.erase(it);
+        return true;
+    }
+    return false;
+}
+
+bool ConnectBackListener::advance(Pending& p, Round& round) {
+    const int world_size = round.world_size;
+    const std::vector<bool>& wanted = round.wanted;
+    std::map<int, UniqueFd>& admitted = round.admitted;
     char buffer[128];
     const std::size_t missing = WorkerAdmission::answer_size - p.answer.size();
     const ReadResult got = read_some(p.fd.get(), buffer, std::min(missing, sizeof buffer));
@@ -158,12 +189,16 @@ bool ConnectBackListener::advance(Pending& p, int world_size, const std::vector<
         set_blocking(p.fd.get(), true);
         admitted.emplace(rank, std::move(p.fd));
     } catch (const HandshakeRefused& e) {
+        (void)send_small(p.fd.get(), WorkerAdmission::refusal());  // refused, not cut: no retry
         refuse(p, e.what());
     }
     return true;
 }
 
 void ConnectBackListener::refuse(const Pending& pending, const std::string& why) {
+    ++refused_count_;
+    // A flood refuses thousands a second: only the latest are kept.
+    if (refusals_.size() == most_refusals_kept) refusals_.erase(refusals_.begin());
     refusals_.push_back(pending.peer + ": " + why);
 }
 

@@ -269,7 +269,9 @@ void RemoteRanks::launcher_failed(const Launched& launched, const std::string& w
                                    how, launched.command);
     if (!launched.tail.empty()) text += "\nits last output:\n" + launched.tail;
     const auto& refused = listener_->refusals();
-    if (!refused.empty()) text += fmt::format("\nconnections refused on the caller's port: {}", refused.back());
+    if (!refused.empty())
+        text += fmt::format("\nconnections refused on the caller's port: {} (the latest: {})",
+                            listener_->refused_count(), refused.back());
     throw SpawnError(text);
 }
 

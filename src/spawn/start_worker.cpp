@@ -61,6 +61,7 @@ StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay,
     spec.stderr_fd = child_err.get();
     spec.args_fd = shared_args_fd;
     spec.deadline = deadline;
+    spec.own_process_group = true;  // stopping the rank stops what it started
     started.process = spawner == Spawner::exec ? spawn_by_exec(spec) : spawn_from_template(host, spec);
     return started;
 }

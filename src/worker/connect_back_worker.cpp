@@ -12,12 +12,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <mpify/abi.hpp>
 
@@ -32,8 +34,10 @@ namespace {
 // the launcher took a second to start the agent.
 constexpr std::chrono::seconds reach_patience{3};
 // How long the caller may take to check this worker's proof once connected (it admits
-// agents one handshake at a time).
+// agents one handshake at a time), cut handshakes tried again included.
 constexpr std::chrono::seconds proof_patience{30};
+// The pause before trying a cut handshake again, growing with each try up to ten times.
+constexpr std::chrono::milliseconds retry_pause{20};
 
 [[noreturn]] void give_up(const std::string& where, int rank, const std::string& why) {
     std::fprintf(stderr, "mpify worker (rank %d): cannot join its caller at %s: %s\n", rank, where.c_str(),
@@ -95,12 +99,24 @@ void serve_if_connecting() {
                     " (or the first line of stdin) is missing or not a call's secret");
     try {
         const Endpoint caller = Endpoint::parse(where, connect_env_var);
-        UniqueFd channel = connect_to(
-            caller, Clock::now() + reach_patience, []() noexcept { return false; }, "the caller's port",
-            "Is the caller still running, and does this machine reach that address (a "
-            "firewall, a route)?");
-        prove_to_caller(channel.get(), *secret, rank, Clock::now() + proof_patience);
-        run_remote_agent(std::move(channel), where, rank);
+        const Clock::time_point proven_by = Clock::now() + proof_patience;
+        for (int tries = 1;; ++tries) {
+            UniqueFd channel = connect_to(
+                caller, Clock::now() + reach_patience, []() noexcept { return false; }, "the caller's port",
+                "Is the caller still running, and does this machine reach that address (a "
+                "firewall, a route)?");
+            try {
+                prove_to_caller(channel.get(), *secret, rank, proven_by);
+            } catch (const HandshakeCut&) {
+                // The caller closed it unanswered, making room in a flood of connections on
+                // its port: a new connection gets another turn, while there is time.
+                const auto pause = retry_pause * std::min(tries, 10);
+                if (Clock::now() + pause >= proven_by) throw;
+                std::this_thread::sleep_for(pause);
+                continue;
+            }
+            run_remote_agent(std::move(channel), where, rank);
+        }
     } catch (const std::exception& e) {
         give_up(where, rank, e.what());
     }

@@ -105,7 +105,7 @@ private:
             case LinkType::signal: {
                 const auto signal = decode_number(message.payload, "a signal for the worker");
                 if (signal > 0 && signal < NSIG && !reaped_)
-                    signal_child(worker_.process.pidfd.get(), worker_.process.pid, static_cast<int>(signal));
+                    signal_child_and_group(worker_.process.pidfd.get(), worker_.process.pid, static_cast<int>(signal));
                 break;
             }
             case LinkType::alive: break;
@@ -128,6 +128,8 @@ private:
 
     void reap() {
         siginfo_t info{};
+        // The worker has ended (its pidfd said so): what it started goes with it.
+        signal_child_and_group(-1, worker_.process.pid, SIGKILL);
         if (!wait_for_child(worker_.process.pid, &info)) info.si_code = CLD_KILLED, info.si_status = SIGKILL;
         reaped_ = true;
         // What the worker wrote before it ended is in its pipes: all of it goes first.

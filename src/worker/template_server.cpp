@@ -85,6 +85,7 @@ TemplateReply threaded(int threads) {
     setup.die_with_parent = true;
     setup.parent = request.caller;
     setup.close_others_now = true;  // no exec will close them
+    setup.own_process_group = true;  // stopping the rank stops what it started
     if (set_up_worker_child(setup) != 0) ::_exit(127);
     ::prctl(PR_SET_NAME, program_name);
     // Points into `request`, which stays alive: this frame is never left.

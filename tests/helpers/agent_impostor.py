@@ -7,6 +7,12 @@ mismatched machine would (remote_test.cpp uses it as the placement's command tem
                                    proof under a wrong secret, one sending a byte a
                                    second; then the real agent runs (its stdin, with the
                                    call's secret, untouched).
+  agent_impostor.py flood FLOODER DIR %C
+                                   rank 1's launcher starts a stranger that floods the
+                                   caller's port with new connections (FLOODER,
+                                   mpify_test_connection_flood, for up to 8 s; its count
+                                   and time in DIR/flood), and its real agent once the
+                                   flood is on; the other ranks' agents start at once.
   agent_impostor.py version %C     an agent of another mpify: proves the call's secret
                                    (the first line of stdin), then says hello as mpify
                                    0.0.0-impostor, and waits for the caller to hang up.
@@ -21,6 +27,7 @@ import hmac
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -73,6 +80,17 @@ def strangers(command):
     os.execvp(command[0], command)
 
 
+def flood(flooder, folder, command):
+    address, port, rank = agent_settings(command)
+    if rank == 1:
+        # It ends when the port refuses connections (every agent is in), or with the
+        # launcher's process group.
+        stranger = subprocess.Popen([flooder, address, str(port), "8", os.path.join(folder, "flood")],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        stranger.stdout.readline()  # "flooding": its first connections are open
+    os.execvp(command[0], command)
+
+
 def mismatched_version(command, mpify_version=IMPOSTOR_VERSION, torch_version=None):
     address, port, rank = agent_settings(command)
     key = bytes.fromhex(sys.stdin.readline().strip())
@@ -94,6 +112,8 @@ def main():
     mode, command = sys.argv[1], sys.argv[2:]
     if mode == "strangers":
         strangers(command)
+    elif mode == "flood":  # flood FLOODER DIR %C
+        flood(command[0], command[1], command[2:])
     elif mode == "version":
         mismatched_version(command)
     elif mode == "torch":  # torch MPIFY_VERSION %C: the caller's mpify, another LibTorch

@@ -69,7 +69,10 @@ TEST_CASE("remote ranks are admitted while strangers on the port are still tryin
     CHECK_FALSE(worker(listener, others, 1).get());  // refused: the caller hung up on it
     char challenge[40], more;
     CHECK(read_exact(garbage.get(), challenge, sizeof challenge, "challenge"));
-    CHECK_FALSE(read_exact(garbage.get(), &more, 1, "the end"));  // closed after the garbage
+    std::string refused(WorkerAdmission::refusal().size(), '\0');
+    CHECK(read_exact(garbage.get(), refused.data(), refused.size(), "refusal"));
+    CHECK(refused == WorkerAdmission::refusal());                  // refused, not cut
+    CHECK_FALSE(read_exact(garbage.get(), &more, 1, "the end"));  // then closed
     // Then the ranks, while the silent and the slow stranger are still on the port.
     std::vector<std::future<bool>> workers;
     for (int rank : {1, 2, 3}) workers.push_back(worker(listener, secret, rank));

@@ -8,9 +8,11 @@ a load_source library travels to b, whose view of the caller's files lacks it (a
 namespace), once, and again when b's copy at that path is stale;
 in_ddp forms one group of the caller's rank and theirs, which trains
 as one process does; the caller's port unreachable from b and a link cut mid-call are
-clear errors within 5 s; a caller killed mid-call leaves nothing running on a or b; nothing is left listening anywhere.
+clear errors within 5 s; a caller killed mid-call leaves nothing running on a or b; a
+flood of new connections from b locks no agent out; nothing is left listening anywhere.
 
-  remote_ranks_test.py --caller build/bin/mpify_test_remote_caller
+  remote_ranks_test.py --caller build/bin/mpify_test_remote_caller \
+                       --flooder build/bin/mpify_test_connection_flood
 
 Needs root (ip netns); exits 77 (ctest: skipped) where namespaces cannot be made."""
 import argparse
@@ -56,6 +58,27 @@ def nothing_left_on_b(hosts, what, within=5):
     check(not hosts.pids("b"), f"{what}: no process left on b", str(hosts.pids("b")))
     for host in "ab":
         check(not hosts.listeners(host), f"{what}: nothing listens on {host}", str(hosts.listeners(host)))
+
+
+def flood_case(hosts, caller, flooder):
+    """A stranger on b floods the caller's port with new connections, as fast as one
+    process can, while the agents of a 1 + 2 x 2 call connect back: the call succeeds."""
+    impostor = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers", "agent_impostor.py")
+    folder = tempfile.mkdtemp(prefix="mpify-flood-")
+    try:
+        template = f"ip netns exec {hosts.names['b']} python3 {impostor} flood {flooder} {folder} %C"
+        process = subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, "report", template, "2", "60000",
+                                    hosts.addresses["b"], hosts.addresses["b"]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, status = finish(process, 120)
+        with open(os.path.join(folder, "flood")) as report:
+            connections, seconds = (float(word) for word in report.read().split())
+        check(status == 0 and all(f"rank {r}: pid" in out for r in range(5)) and "done" in out,
+              f"a flood of new connections from b ({connections / seconds:.0f} a second) locks no agent of a "
+              f"1 + 2 x 2 call out", out)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    nothing_left_on_b(hosts, "after the flood")
 
 
 def run_cases(hosts, caller):
@@ -252,9 +275,10 @@ def ssh_cases(hosts, caller):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--caller", required=True)
+    parser.add_argument("--flooder", required=True)
     args = parser.parse_args()
-    return run_on_two_hosts(lambda hosts: (run_cases(hosts, args.caller), ssh_cases(hosts, args.caller),
-                                           shipping_cases(hosts, args.caller)))
+    return run_on_two_hosts(lambda hosts: (run_cases(hosts, args.caller), flood_case(hosts, args.caller, args.flooder),
+                                           ssh_cases(hosts, args.caller), shipping_cases(hosts, args.caller)))
 
 
 if __name__ == "__main__":
