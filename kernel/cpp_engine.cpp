@@ -189,7 +189,10 @@ struct CppEngine::State {
     }
 
     // True when every line of `directives` is `#include <name>` of a header found in the
-    // header search path: such a block needs no pre-check (system headers parse).
+    // header search path, in a folder the kernel was started with: such a block needs no
+    // pre-check (system headers parse). A header that a folder the notebook added
+    // (add_include_path) provides may fail halfway through its own includes, which would
+    // leave the session's preprocessor with half-entered headers: that one is checked.
     bool only_existing_system_headers(const std::string& directives) {
         static const std::regex include_line(R"(^\s*#\s*include\s*<([^>]+)>\s*(//.*)?$)");
         static const std::regex quiet_line(R"(^\s*(//.*)?$)");
@@ -204,8 +207,10 @@ struct CppEngine::State {
             if (std::regex_match(line, quiet_line)) continue;
             if (!std::regex_match(line, match, include_line)) return false;
             const std::string header = match[1];
-            if (std::none_of(folders.begin(), folders.end(),
-                             [&](const std::string& folder) { return is_file(folder + "/" + header); }))
+            const auto found = std::find_if(folders.begin(), folders.end(),
+                                            [&](const std::string& folder) { return is_file(folder + "/" + header); });
+            if (found == folders.end() ||
+                std::find(include_paths.begin(), include_paths.end(), *found) != include_paths.end())
                 return false;
         }
         return true;

@@ -5,6 +5,7 @@
                    --lib-dir BUILD/bin [unittest options]
 """
 import os
+import shutil
 import time
 
 import kernel_client
@@ -87,6 +88,26 @@ class Cells(KernelTest):
         self.assertEqual(kinds[2][1]["data"]["text/plain"], "second")
         self.assertEqual(kinds[3][1]["data"], {"image/png": ONE_PIXEL_PNG})
         self.assertEqual(kinds[4][1]["data"], {"text/plain": "42"})
+
+
+class BrokenHeaderChain(KernelTest):
+    def test_a_header_of_an_added_folder_failing_halfway_leaves_the_session_working(self):
+        # mpify's headers from a folder the notebook adds, one of them broken (a header it
+        # includes is missing): the cell fails, and the cells after it work.
+        folder = os.path.join(self.workdir, "broken_include")
+        shutil.copytree(kernel_client.ARGS.include_dir, folder)
+        abi = os.path.join(folder, "mpify", "abi.hpp")
+        with open(abi) as header:
+            text = header.read()
+        with open(abi, "w") as header:
+            header.write(text.replace("#pragma once", "#pragma once\n#include <mpify/missing_piece.hpp>", 1))
+        self.assert_ok('#pragma cling add_include_path("{}")'.format(folder))
+        error, _ = self.assert_error("#include <mpify/options.hpp>")
+        self.assertIn("missing_piece.hpp", error["evalue"])
+        messages = self.assert_ok("1 + 1")
+        self.assertEqual(results(messages), [{"text/plain": "2"}], messages)
+        messages = self.assert_ok('#include <string>\nstd::string("still") + " here"')
+        self.assertEqual(results(messages), [{"text/plain": '"still here"'}], messages)
 
 
 class Requests(KernelTest):
