@@ -4,6 +4,8 @@
 #include <learner/checkpoint_file.hpp>
 #include <learner/learner.hpp>
 
+#include "line_data.hpp"
+
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -18,17 +20,11 @@
 #include <stdexcept>
 
 using namespace mpify_examples;
+using mpify_examples::testing::line;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-// y = 3x - 1 with a little noise.
-DataSet line(std::int64_t n, std::uint64_t seed) {
-    auto gen = at::detail::createCPUGenerator(seed);
-    const at::Tensor x = torch::rand({n, 1}, gen);
-    return {x, 3 * x - 1 + 0.01 * torch::randn({n, 1}, gen)};
-}
 
 std::shared_ptr<torch::nn::SequentialImpl> small_mlp(int hidden = 8) {
     return std::make_shared<torch::nn::SequentialImpl>(torch::nn::Linear(1, hidden), torch::nn::ReLU(),

@@ -2,6 +2,8 @@
 #include <learner/learner.hpp>
 #include <learner/one_cycle.hpp>
 
+#include "line_data.hpp"
+
 #include <torch/torch.h>
 
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
@@ -62,16 +64,7 @@ TEST_CASE("MPIFY_EXAMPLES_MAX_BATCHES must be a non-negative integer", "[learner
     CHECK(LearnerOptions::max_batches_from_environment() == 0);
 }
 
-namespace {
-
-// y = 3x - 1 with a little noise: a linear model must get close.
-DataSet line(std::int64_t n, std::uint64_t seed) {
-    auto gen = at::detail::createCPUGenerator(seed);
-    const at::Tensor x = torch::rand({n, 1}, gen);
-    return {x, 3 * x - 1 + 0.01 * torch::randn({n, 1}, gen)};
-}
-
-}  // namespace
+using mpify_examples::testing::line;
 
 TEST_CASE("a Learner fits a line, records every epoch and writes them as CSV", "[learner]") {
     torch::manual_seed(0);

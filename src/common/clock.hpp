@@ -16,4 +16,7 @@ inline std::chrono::milliseconds milliseconds_left(Clock::time_point deadline) {
     return left.count() > 0 ? left : std::chrono::milliseconds(1);
 }
 
+/// The deadline `wait` from now.
+inline Clock::time_point deadline_in(std::chrono::milliseconds wait) { return Clock::now() + wait; }
+
 MPIFY_END_DETAIL_NAMESPACE

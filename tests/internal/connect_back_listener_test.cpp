@@ -2,6 +2,7 @@
 // loopback: remote ranks are admitted while strangers are still trying, strangers are
 // closed by their patience, a flood cannot hold more than most_pending connections, and
 // the port is never bound to every interface.
+#include "common/clock.hpp"
 #include "common/endpoint.hpp"
 #include "common/posix.hpp"
 #include "common/secret_handshake.hpp"
@@ -23,13 +24,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-Clock::time_point in(std::chrono::milliseconds wait) { return Clock::now() + wait; }
 
 UniqueFd connect_to_listener(const ConnectBackListener& listener) {
     Endpoint endpoint;
     endpoint.host = listener.address();
     endpoint.port = listener.port();
-    return connect_to(endpoint, in(5s), []() noexcept { return false; });
+    return connect_to(endpoint, deadline_in(5s), []() noexcept { return false; });
 }
 
 // A remote worker of the test: connects and proves `rank`; true when the caller proved
@@ -38,7 +38,7 @@ std::future<bool> worker(const ConnectBackListener& listener, const CallSecret& 
     return std::async(std::launch::async, [&listener, &secret, rank] {
         UniqueFd fd = connect_to_listener(listener);
         try {
-            prove_to_caller(fd.get(), secret, rank, in(10s));
+            prove_to_caller(fd.get(), secret, rank, deadline_in(10s));
             return true;
         } catch (const HandshakeRefused&) {
             return false;
@@ -59,7 +59,7 @@ TEST_CASE("remote ranks are admitted while strangers on the port are still tryin
     const CallSecret secret = CallSecret::fresh(), others = CallSecret::fresh();
     const auto start = Clock::now();
     auto admission = std::async(std::launch::async,
-                                [&] { return listener.admit(secret, 4, {false, true, true, true}, in(20s), 15s); });
+                                [&] { return listener.admit(secret, 4, {false, true, true, true}, deadline_in(20s), 15s); });
     // Strangers first: one says nothing, one a byte, one garbage, one another call's proof.
     UniqueFd silent = connect_to_listener(listener), slow = connect_to_listener(listener),
              garbage = connect_to_listener(listener);
@@ -102,7 +102,7 @@ TEST_CASE("a stranger sending a byte now and then is closed at its patience; a r
             std::this_thread::sleep_for(50ms);
         }
     });
-    const auto admitted = listener.admit(secret, 2, {false, true}, in(1500ms), 300ms);
+    const auto admitted = listener.admit(secret, 2, {false, true}, deadline_in(1500ms), 300ms);
     CHECK(admitted.empty());
     CHECK(any_contains(listener.refusals(), "no proof within 300 ms"));
     trickle.get();
@@ -116,7 +116,7 @@ TEST_CASE("a flood of connections holds at most most_pending of them, the oldest
     for (std::size_t i = 0; i < ConnectBackListener::most_pending + 6; ++i)
         flood.push_back(connect_to_listener(listener));
     auto rank1 = worker(listener, secret, 1);
-    const auto admitted = listener.admit(secret, 2, {false, true}, in(20s), 15s);
+    const auto admitted = listener.admit(secret, 2, {false, true}, deadline_in(20s), 15s);
     CHECK(admitted.count(1) == 1);
     CHECK(rank1.get());
     CHECK(any_contains(listener.refusals(), "connections were already proving themselves"));

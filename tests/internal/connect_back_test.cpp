@@ -2,6 +2,7 @@
 // its caller admit each other; strangers — no secret, a wrong one, garbage, a rank
 // outside the call, bytes that stop coming — are refused by the deadline, and an
 // impostor caller is refused by the worker.
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 #include "common/unique_fd.hpp"
 #include "common/secret_handshake.hpp"
@@ -26,7 +27,6 @@ std::pair<UniqueFd, UniqueFd> connected_pair() {
     return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-Clock::time_point in(std::chrono::milliseconds wait) { return Clock::now() + wait; }
 
 // What admit_worker says of a peer that runs `peer` on its end and then hangs up; the
 // caller's end closes once admit_worker has returned or thrown.
@@ -39,7 +39,7 @@ std::string refusal_of(Peer peer, std::chrono::milliseconds patience = std::chro
     });
     std::string refusal;
     try {
-        admit_worker(caller_end.get(), CallSecret::fresh(), 4, in(patience));
+        admit_worker(caller_end.get(), CallSecret::fresh(), 4, deadline_in(patience));
     } catch (const HandshakeRefused& e) {
         refusal = e.what();
     }
@@ -54,9 +54,9 @@ TEST_CASE("a worker and its caller admit each other, and the caller learns the p
     const CallSecret secret = CallSecret::fresh();
     auto [caller_end, worker_end] = connected_pair();
     auto worker = std::async(std::launch::async, [&secret, fd = worker_end.get()] {
-        prove_to_caller(fd, secret, 3, in(std::chrono::seconds(5)));
+        prove_to_caller(fd, secret, 3, deadline_in(std::chrono::seconds(5)));
     });
-    CHECK(admit_worker(caller_end.get(), secret, 4, in(std::chrono::seconds(5))) == 3);
+    CHECK(admit_worker(caller_end.get(), secret, 4, deadline_in(std::chrono::seconds(5))) == 3);
     CHECK_NOTHROW(worker.get());
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("a worker with another call's secret is refused, and so is its caller 
     std::string worker_refusal;
     const std::string refusal = refusal_of([&](int fd) {
         try {
-            prove_to_caller(fd, others, 1, in(std::chrono::seconds(5)));
+            prove_to_caller(fd, others, 1, deadline_in(std::chrono::seconds(5)));
         } catch (const HandshakeRefused& e) {
             worker_refusal = e.what();
         }
@@ -110,11 +110,11 @@ TEST_CASE("a rank outside the call is refused even with the right proof", "[conn
     auto [caller_end, worker_end] = connected_pair();
     auto worker = std::async(std::launch::async, [&secret, fd = worker_end.get()] {
         try {
-            prove_to_caller(fd, secret, 4, in(std::chrono::seconds(5)));
+            prove_to_caller(fd, secret, 4, deadline_in(std::chrono::seconds(5)));
         } catch (const HandshakeRefused&) {
         }
     });
-    CHECK_THROWS_WITH(admit_worker(caller_end.get(), secret, 4, in(std::chrono::seconds(5))),
+    CHECK_THROWS_WITH(admit_worker(caller_end.get(), secret, 4, deadline_in(std::chrono::seconds(5))),
                       Contains("rank 4 is not in the call"));
     caller_end.reset();
     worker.get();
@@ -126,14 +126,14 @@ TEST_CASE("a worker refuses an impostor that does not know the secret", "[connec
     // The impostor hangs up once it has refused the worker's proof (its end goes with it).
     auto impostor = std::async(std::launch::async, [&impostors, fd = std::move(impostor_end)]() mutable {
         try {
-            admit_worker(fd.get(), impostors, 4, in(std::chrono::seconds(5)));
+            admit_worker(fd.get(), impostors, 4, deadline_in(std::chrono::seconds(5)));
         } catch (const HandshakeRefused&) {
         }
         fd.reset();
     });
     std::string refusal;
     try {
-        prove_to_caller(worker_end.get(), secret, 0, in(std::chrono::seconds(5)));
+        prove_to_caller(worker_end.get(), secret, 0, deadline_in(std::chrono::seconds(5)));
     } catch (const HandshakeRefused& e) {
         refusal = e.what();
     }
