@@ -10,6 +10,9 @@ find_library(MPIFY_GLOO_LIBRARY gloo REQUIRED)
 # (common/secret_handshake.hpp).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
+# elfutils' libdw: mpify-stacks reads a rank's threads (ptrace) and names each frame's
+# function, file and line (src/forensics/stack_dump_main.cpp).
+pkg_check_modules(libdw REQUIRED IMPORTED_TARGET libdw)
 
 # Imported targets are visible only in the folder that found them, but mpify::mpify
 # carries Torch's and Boost's into whatever links it: in a host project that adds mpify

@@ -1,4 +1,4 @@
-# cmake --install: headers, libmpify.so, libmpify_torch.so, mpify-worker and a CMake package so that
+# cmake --install: headers, libmpify.so, libmpify_torch.so, mpify-worker, mpify-stacks and a CMake package so that
 # find_package(mpify) gives the targets mpify::mpify (everything), mpify::core and mpify::torch.
 # The package has two components: `core` (libmpify.so and mpify-worker; needs Boost only)
 # and `torch` (libmpify_torch.so and the umbrella; needs LibTorch), each in its own export
@@ -9,7 +9,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mpify DESTINATION ${CMAKE_INSTAL
 install(FILES ${MPIFY_GENERATED_INCLUDE_DIR}/mpify/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpify)
 # The licence travels with the package (Apache-2.0: LICENSE and NOTICE).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(TARGETS mpify_core mpify-worker EXPORT mpifyCoreTargets
+install(TARGETS mpify_core mpify-worker mpify-stacks EXPORT mpifyCoreTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

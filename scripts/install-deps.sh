@@ -8,6 +8,7 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-filesystem-dev
   libfmt-dev catch2 libbenchmark-dev zlib1g-dev
   pkg-config libsodium-dev             # the secret and proofs of connect-back
+  libdw-dev                            # mpify-stacks: where a hung rank is (elfutils)
   dataset-fashion-mnist                # examples
   # The Jupyter kernel (kernel/): the protocol (xeus), clang's interpreter, and the
   # Jupyter parts that run and test it (with /usr/bin/python3)

@@ -133,6 +133,49 @@ int hang_on_workers(int printed_marker) {
 }
 MPIFY_REGISTER(hang_on_workers);
 
+// Where a rank waits, for the tests of its stack: in a loop of its own, or in read(2).
+// Not inlined: the frames are what the tests look for.
+__attribute__((noinline)) void spin_in_own_loop() {
+    volatile unsigned long turns = 0;
+    for (;;) turns = turns + 1;
+}
+
+__attribute__((noinline)) void block_in_read() {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    char byte = 0;
+    (void)!::read(fds[0], &byte, 1);  // nobody writes: blocks until the rank is stopped
+}
+
+int wait_in_own_code(std::string how, std::string fifo) {
+    // Rank 0 returns; the others wait one way or another. "fail": rank 1 throws once
+    // rank 2 has opened the FIFO, on its way into its loop.
+    const int rank = mpify::local_rank();
+    if (rank == 0) return 0;
+    if (how == "fail") {
+        if (rank == 1) {
+            const int fd = ::open(fifo.c_str(), O_RDONLY);  // until rank 2 opens its end
+            if (fd >= 0) ::close(fd);
+            throw std::runtime_error("rank 1 fails first");
+        }
+        const int fd = ::open(fifo.c_str(), O_WRONLY);
+        if (fd >= 0) ::close(fd);
+    }
+    if (how == "read") block_in_read();
+    spin_in_own_loop();
+    return rank;
+}
+MPIFY_REGISTER(wait_in_own_code);
+
+__attribute__((noinline)) int loop_until_interrupted() {
+    // The caller's rank checks; a worker spins until it is stopped.
+    if (mpify::is_worker()) spin_in_own_loop();
+    while (!mpify::interrupt_requested()) {
+    }
+    return 0;
+}
+MPIFY_REGISTER(loop_until_interrupted);
+
 int start_a_sleep_then(int how) {
     // A process of the rank's own, as a shell command or a data loader starts one.
     const pid_t child = ::fork();

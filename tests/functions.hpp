@@ -65,7 +65,9 @@ struct TestContext {
     int nested_ranch();                                                              \
     int fail_before_restart(int failing_rank, int failed_attempts, std::string how); \
     int fail_then_wait_for_interrupt(int max_seconds);                               \
-    int start_a_sleep_then(int how);
+    int start_a_sleep_then(int how);                                                 \
+    int wait_in_own_code(std::string how, std::string fifo);                         \
+    int loop_until_interrupted();
 
 namespace in_program {
 MPIFY_TEST_DECLARE_FUNCTIONS

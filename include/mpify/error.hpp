@@ -4,6 +4,7 @@
 // "one or more ranks failed" (with the details of each failed rank).
 #include <mpify/abi.hpp>
 #include <mpify/export.hpp>
+#include <mpify/stack.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -64,10 +65,15 @@ struct MPIFY_API RankFailure {
     /// The attempt of a call with Options::restarts that the failure ended: 0 the first,
     /// k the k-th restart. Always 0 without restarts.
     int attempt = 0;
+    /// Where the rank was when the call gave up on it while it still ran: at the
+    /// timeout, or when another rank failed first (Options::stacks). Empty `threads` when
+    /// it was not running then (it threw, it died) or stacks were not read.
+    RankStack stack;
     /// One line, without the stderr tail: "rank 2 was killed by SIGSEGV (Segmentation
     /// fault)"; a rank on another machine is "rank 2 on node1".
     std::string headline() const;
-    /// One paragraph: the headline, then the last lines of the rank's stderr.
+    /// One paragraph: the headline, where the rank was (RankStack::summary) when its
+    /// stack was read, then the last lines of the rank's stderr.
     std::string describe() const;
 };
 
@@ -78,12 +84,18 @@ struct MPIFY_API RankFailure {
 class MPIFY_API WorkerError : public Error {
 public:
     /// Builds the error; `context` is the first line ("mpify::ranch(train, n=4): ...").
-    WorkerError(const std::string& context, std::vector<RankFailure> failures);
+    /// `stacks`: where the ranks still running were when the call began to stop them.
+    WorkerError(const std::string& context, std::vector<RankFailure> failures, std::vector<RankStack> stacks = {});
     /// The failed ranks, first failure first.
     const std::vector<RankFailure>& failures() const noexcept { return failures_; }
+    /// Where each rank still running was when the first failure (or the timeout) made the
+    /// call stop them, by rank (Options::stacks): the failed ranks' stacks are also in
+    /// their RankFailure::stack; a rank the call stopped has no failure, only this.
+    const std::vector<RankStack>& stacks() const noexcept { return stacks_; }
 
 private:
     std::vector<RankFailure> failures_;
+    std::vector<RankStack> stacks_;
 };
 
 /// Options::timeout expired; `failures()` lists the ranks that were still running.
@@ -99,6 +111,14 @@ public:
 class MPIFY_API Interrupted : public Error {
 public:
     using Error::Error;
+    /// `what()` is `message`, then a line per rank saying where it was.
+    Interrupted(const std::string& message, std::vector<RankStack> stacks);
+    /// Where each rank still running was when the interrupt came (Options::stacks),
+    /// by rank; empty when none ran or stacks were not read.
+    const std::vector<RankStack>& stacks() const noexcept { return stacks_; }
+
+private:
+    std::vector<RankStack> stacks_;
 };
 
 MPIFY_END_NAMESPACE

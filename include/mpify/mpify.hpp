@@ -18,4 +18,5 @@
 #include <mpify/process.hpp>
 #include <mpify/ranch.hpp>
 #include <mpify/registry.hpp>
+#include <mpify/stack.hpp>
 #include <mpify/std_types.hpp>

@@ -126,6 +126,13 @@ struct Options {
     /// gets only whole lines.
     std::string output_prefix;
 
+    /// Before ranks still running are stopped (a timeout, an interrupt, another rank's
+    /// failure), read where each one is: every thread's stack, in RankFailure::stack and
+    /// Interrupted::stacks(), its innermost frames of user code in what(). At most 2 s
+    /// in all; a rank that cannot be read in time, or at all, says why. Needs
+    /// mpify-stacks (built where elfutils' libdw is) and ptrace: see docs/hangs.md.
+    bool stacks = true;
+
     /// When ranks must be stopped (a failure, a timeout), each gets SIGTERM, then SIGKILL
     /// after this grace period.
     std::chrono::milliseconds stop_grace{1000};

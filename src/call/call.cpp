@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <optional>
 #include <cstdint>
 #include <exception>
@@ -129,11 +131,14 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
     Clock::time_point error_time{};
     std::optional<Clock::time_point> thrown_at;  // stamped by mark_local_failure
     const FailureStampScope stamping(thrown_at);
+    supervisor_.own_rank_started(rank, ::gettid());
     std::thread watcher = start_watcher();
     try {
         const RankMemoryScope memory = open_rank_memory();  // as every worker holds
         own_rank();
+        supervisor_.own_rank_ended();
     } catch (...) {
+        supervisor_.own_rank_ended();
         error = std::current_exception();
         // Stamped where fn threw, before its context unwound (ranch.hpp's with_context).
         error_time = thrown_at.value_or(Clock::now());

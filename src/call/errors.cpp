@@ -42,6 +42,20 @@ std::string render(const std::string& context, const std::vector<RankFailure>& f
     return text;
 }
 
+// Where the ranks that the call stopped (no failure of their own) were.
+std::string stopped_ranks_text(const std::vector<RankFailure>& failures, const std::vector<RankStack>& stacks) {
+    std::string text;
+    for (const RankStack& stack : stacks) {
+        const bool failed =
+            std::any_of(failures.begin(), failures.end(), [&](const RankFailure& f) { return f.rank == stack.rank; });
+        if (failed) continue;
+        if (text.empty()) text = "\nwhere the ranks the call stopped were:";
+        text += fmt::format("\n- rank {}{}: {}", stack.rank, stack.host.empty() ? "" : " on " + stack.host,
+                            stack.summary());
+    }
+    return text;
+}
+
 }  // namespace
 
 std::string RankFailure::headline() const {
@@ -75,6 +89,7 @@ std::string RankFailure::headline() const {
 
 std::string RankFailure::describe() const {
     std::string text = headline();
+    if (!stack.threads.empty() || !stack.unavailable.empty()) text += "; where it was: " + stack.summary();
     if (!stderr_tail.empty()) {
         text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")
                                         : fmt::format("; last {} lines of its stderr:", stderr_tail.size());
@@ -83,7 +98,17 @@ std::string RankFailure::describe() const {
     return text;
 }
 
-WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures)
-    : Error(render(context, failures)), failures_(std::move(failures)) {}
+Interrupted::Interrupted(const std::string& message, std::vector<RankStack> stacks)
+    : Error([&] {
+          std::string text = message;
+          if (!stacks.empty()) text += "; where the ranks were:";
+          for (const RankStack& stack : stacks) text += fmt::format("\n- rank {}: {}", stack.rank, stack.summary());
+          return text;
+      }()),
+      stacks_(std::move(stacks)) {}
+
+WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures, std::vector<RankStack> stacks)
+    : Error(render(context, failures) + stopped_ranks_text(failures, stacks)), failures_(std::move(failures)),
+      stacks_(std::move(stacks)) {}
 
 MPIFY_END_NAMESPACE

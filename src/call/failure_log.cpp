@@ -30,6 +30,15 @@ Clock::time_point FailureLog::effective_time(const Timed& t) {
 
 void FailureLog::add(RankFailure failure, Clock::time_point when) { failures_.push_back({std::move(failure), when}); }
 
+void FailureLog::add_stacks(std::vector<RankStack> stacks) {
+    for (RankStack& stack : stacks) {
+        const bool known = std::any_of(stacks_.begin(), stacks_.end(),
+                                       [&](const RankStack& other) { return other.rank == stack.rank; });
+        if (!known) stacks_.push_back(std::move(stack));
+    }
+    std::sort(stacks_.begin(), stacks_.end(), [](const RankStack& a, const RankStack& b) { return a.rank < b.rank; });
+}
+
 void FailureLog::caller_threw(int rank, std::exception_ptr error, Clock::time_point when) {
     caller_rank_ = rank;
     caller_error_ = std::move(error);
@@ -45,11 +54,11 @@ void FailureLog::call_failed(std::string what, std::exception_ptr cause) {
 void FailureLog::throw_if_failed(const std::string& label) {
     if (interrupted_) {
         const std::string message = label + ": interrupted (mpify::request_interrupt); every worker was stopped";
-        if (!caller_error_) throw Interrupted(message);
+        if (!caller_error_) throw Interrupted(message, std::move(stacks_));
         try {
             std::rethrow_exception(caller_error_);  // the caller's rank, ended by the stop
         } catch (...) {
-            std::throw_with_nested(Interrupted(message));
+            std::throw_with_nested(Interrupted(message, std::move(stacks_)));
         }
     }
     if (call_failure_cause_) {
@@ -81,9 +90,19 @@ void FailureLog::throw_if_failed(const std::string& label) {
     std::stable_sort(failures_.begin(), failures_.end(),
                      [](const Timed& a, const Timed& b) { return effective_time(a) < effective_time(b); });
     std::vector<RankFailure> ordered;
-    for (Timed& t : failures_) ordered.push_back(std::move(t.failure));
-    if (timed_out_) throw TimeoutError(label, std::move(ordered));
-    throw WorkerError(label, std::move(ordered));
+    std::vector<int> given_stacks;  // a rank's stack goes with its first failure only
+    for (Timed& t : failures_) {
+        const int rank = t.failure.rank;
+        const auto stack =
+            std::find_if(stacks_.begin(), stacks_.end(), [&](const RankStack& s) { return s.rank == rank; });
+        if (stack != stacks_.end() && std::find(given_stacks.begin(), given_stacks.end(), rank) == given_stacks.end()) {
+            t.failure.stack = *stack;
+            given_stacks.push_back(rank);
+        }
+        ordered.push_back(std::move(t.failure));
+    }
+    if (timed_out_) throw TimeoutError(label, std::move(ordered), std::move(stacks_));
+    throw WorkerError(label, std::move(ordered), std::move(stacks_));
 }
 
 MPIFY_END_DETAIL_NAMESPACE

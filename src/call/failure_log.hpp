@@ -38,6 +38,12 @@ public:
     /// The caller's own rank threw `error` at `when`.
     void caller_threw(int rank, std::exception_ptr error, Clock::time_point when);
 
+    /// Where ranks still running were when the call began to stop: each joins its rank's
+    /// first failure (RankFailure::stack), or the Interrupted error. The first per rank counts.
+    void add_stacks(std::vector<RankStack> stacks);
+    /// Whether a rank has failed yet (the caller's own exception aside).
+    bool any_failure() const { return !failures_.empty(); }
+
     /// Throws what the call failed with, by the rule above; returns if nothing failed.
     void throw_if_failed(const std::string& label);
 
@@ -53,6 +59,7 @@ private:
     std::exception_ptr call_failure_cause_;
     bool timed_out_ = false;
     bool interrupted_ = false;
+    std::vector<RankStack> stacks_;
     std::exception_ptr caller_error_;
     int caller_rank_ = 0;
     Clock::time_point caller_error_time_{};

@@ -1,5 +1,7 @@
 #include "call/supervisor.hpp"
 
+#include "call/running_calls.hpp"
+
 #include "common/posix.hpp"
 #include "wire/messages.hpp"
 
@@ -44,9 +46,12 @@ struct Supervisor::Worker {
 
 Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
                        InterruptWatch& interrupts)
-    : options_(options), deadline_(deadline), failures_(failures), interrupts_(interrupts) {}
+    : options_(options), deadline_(deadline), failures_(failures), interrupts_(interrupts) {
+    list_running_call(this);
+}
 
 Supervisor::~Supervisor() {
+    unlist_running_call(this);
     for (auto& w : workers_)
         if (!w->exited()) kill_and_reap(w->process.pid, w->process.pidfd.get());
 }
@@ -63,6 +68,50 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
     for (const UniqueFd* fd : {&w->channel, &w->out, &w->err})
         if (*fd) set_blocking(fd->get(), false);
     workers_.push_back(std::move(w));
+    publish_running_ranks();
+}
+
+void Supervisor::own_rank_started(int rank, pid_t tid) noexcept {
+    const std::lock_guard<std::mutex> lock(running_lock_);
+    own_rank_ = StackTarget{rank, {}, ::getpid(), tid, {}};
+}
+
+void Supervisor::own_rank_ended() noexcept {
+    const std::lock_guard<std::mutex> lock(running_lock_);
+    own_rank_.reset();
+}
+
+std::vector<StackTarget> Supervisor::running_ranks() const {
+    const std::lock_guard<std::mutex> lock(running_lock_);
+    std::vector<StackTarget> running = running_workers_;
+    if (own_rank_) running.push_back(*own_rank_);
+    std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    return running;
+}
+
+void Supervisor::publish_running_ranks() {
+    std::vector<StackTarget> running;
+    for (const auto& w : workers_) {
+        if (w->exited() || w->failed || w->result || w->phase != WorkerPhase::running) continue;
+        StackTarget target{w->rank, w->host, w->process.pid, 0, {}};
+        // The pid here is the rank's stand-in; the rank runs on its machine.
+        if (!w->host.empty()) target.unreadable = "not read: the stacks of ranks on other machines are not collected";
+        running.push_back(std::move(target));
+    }
+    const std::lock_guard<std::mutex> lock(running_lock_);
+    running_workers_ = std::move(running);
+}
+
+void Supervisor::read_stacks_before_stopping(const Worker* except) {
+    if (!options_.stacks || stacks_read_) return;
+    stacks_read_ = true;
+    publish_running_ranks();
+    std::vector<StackTarget> targets = running_ranks();
+    if (except != nullptr)
+        targets.erase(std::remove_if(targets.begin(), targets.end(),
+                                     [&](const StackTarget& t) { return t.rank == except->rank; }),
+                      targets.end());
+    if (!targets.empty()) failures_.add_stacks(collect_stacks(targets, stack_collection_limit));
 }
 
 void Supervisor::request_stop() noexcept { wake_.notify(); }
@@ -124,8 +173,9 @@ void Supervisor::poll_once() {
         wake_at = sooner(wake_at, Clock::now() + std::chrono::milliseconds(InterruptWatch::poll_interval_ms));
 
     if (fds.wait(wake_at) > 0) {
-        if (fds.revents(0) & POLLIN) {
+        if (fds.revents(0) & POLLIN) {  // the caller's rank failed
             wake_.clear();
+            read_stacks_before_stopping();
             stop_all();
         }
         if (fds.revents(1) & POLLIN) interrupts_.clear_wakeup();
@@ -238,6 +288,7 @@ void Supervisor::write_channel(Worker& w) {
 void Supervisor::handle_frame(Worker& w, Frame& frame) {
     if (frame.type == FrameType::result && !w.result && !w.failed) {
         w.result = std::move(frame.payload);
+        publish_running_ranks();
         return;
     }
     RankFailure failure;
@@ -291,6 +342,7 @@ void Supervisor::reap(Worker& w) {
     w.channel.reset();
     w.process.pidfd.reset();
 
+    publish_running_ranks();
     const ExitStatus status{reaped_elsewhere, info.si_code == CLD_EXITED, info.si_status};
     WorkerRecord record{w.rank, phase_at_exit, w.result.has_value(), w.failed, w.frames.mid_frame()};
     record.remote = !w.host.empty();
@@ -302,6 +354,8 @@ void Supervisor::reap(Worker& w) {
 }
 
 void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
+    // The first failure: where the others are, before anything tells them to stop.
+    if (!failures_.any_failure() && !failures_.timed_out() && !failures_.interrupted()) read_stacks_before_stopping(&w);
     w.failed = true;
     failure.host = w.host;
     failures_.add(std::move(failure), when.value_or(Clock::now()));
@@ -330,6 +384,7 @@ void Supervisor::stop_all() {
 }
 
 void Supervisor::on_deadline() {
+    read_stacks_before_stopping();
     failures_.mark_timed_out();
     interrupts_.mark_stopping();
     for (auto& w : workers_) {
@@ -346,6 +401,7 @@ void Supervisor::on_deadline() {
 }
 
 void Supervisor::on_interrupt() {
+    read_stacks_before_stopping();
     failures_.mark_interrupted();
     stop_all();
 }

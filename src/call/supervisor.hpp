@@ -14,12 +14,14 @@
 #include "common/event_fd.hpp"
 #include "common/poll_set.hpp"
 #include "common/unique_fd.hpp"
+#include "forensics/stack_collector.hpp"
 #include "spawn/start_worker.hpp"
 #include "wire/frames.hpp"
 
 #include <mpify/options.hpp>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +56,14 @@ public:
     /// The result blob a rank sent (moved out); nullopt if it sent none.
     std::optional<std::string> take_result(int rank);
 
+    /// The caller's own rank `rank` runs on thread `tid` of this process from now until
+    /// own_rank_ended(): its stack is read with the workers'. Thread-safe.
+    void own_rank_started(int rank, pid_t tid) noexcept;
+    void own_rank_ended() noexcept;
+
+    /// The ranks running now, as mpify::where() reads them. Thread-safe.
+    std::vector<StackTarget> running_ranks() const;
+
 private:
     struct Worker;
     void poll_once();
@@ -73,6 +83,11 @@ private:
     void stop(Worker& w);
     /// Sends the step's signal and moves `w` to the step's phase.
     void take_stop_step(Worker& w, const StopPlan::Step& step);
+    /// Options::stacks: where the ranks still running are (all but `except`), before the
+    /// call stops them; for the failure report. Once per call.
+    void read_stacks_before_stopping(const Worker* except = nullptr);
+    /// Keeps the list running_ranks() reads up to date (after a worker came or went).
+    void publish_running_ranks();
     void on_deadline();
     void on_interrupt();
     void escalate();
@@ -86,6 +101,12 @@ private:
     CallerStreams caller_streams_;  // where the workers' lines go, unless Options::on_output takes them
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
     PollSet poll_set_;  // reused by every round
+    bool stacks_read_ = false;
+    // What running_ranks() gives other threads: written by the supervisor and by the
+    // caller's rank's thread, read by any, under the lock.
+    mutable std::mutex running_lock_;
+    std::vector<StackTarget> running_workers_;
+    std::optional<StackTarget> own_rank_;
 };
 
 MPIFY_END_DETAIL_NAMESPACE

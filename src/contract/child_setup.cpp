@@ -47,6 +47,10 @@ int set_up_worker_child(const ChildSetup& setup) noexcept {
     if (setup.die_with_parent) {
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return errno;
         if (::getppid() != setup.parent) return ESRCH;
+        // Under Yama's ptrace_scope 1 only ancestors may read a process's stacks; the
+        // parent's mpify-stacks is its child, not ours. Let the parent's descendants
+        // (where Yama is absent this fails with EINVAL, and nothing needs it).
+        ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(setup.parent), 0, 0, 0);
     }
     if (setup.own_process_group && ::setpgid(0, 0) != 0) return errno;
     if (const int e = place_fds(setup.sources, setup.close_others_now)) return e;

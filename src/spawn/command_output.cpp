@@ -16,7 +16,7 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-constexpr std::size_t kept_output_bytes = 64 * 1024;
+constexpr std::size_t kept_command_bytes = 64 * 1024;
 
 }  // namespace
 
@@ -37,38 +37,79 @@ std::string how_it_ended(const siginfo_t& end) {
 }
 
 CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit) {
-    const Clock::time_point deadline = Clock::now() + limit;
-    Pipe output = make_pipe();
-    const ChildProcess child = spawn_by_exec(shell_command(command, output.write_end.get()));
-    output.write_end.reset();  // end of file once the program (and what it started) is done
+    return programs_output({shell_command(command, -1)}, limit, kept_command_bytes).front();
+}
 
-    CommandOutput result;
-    bool in_time = true;
+std::vector<CommandOutput> programs_output(std::vector<LaunchSpec> programs, std::chrono::milliseconds limit,
+                                           std::size_t kept_bytes) {
+    const Clock::time_point deadline = Clock::now() + limit;
+    struct Running {
+        ChildProcess child;
+        UniqueFd output;  // closed at its end of file
+    };
+    std::vector<Running> running;
+    const auto kill_and_reap_all = [&running, limit](std::vector<CommandOutput>* results, bool in_time) {
+        for (std::size_t i = 0; i < running.size(); ++i) {
+            ::kill(-running[i].child.pid, SIGKILL);  // what is left of it, if anything
+            siginfo_t end{};
+            const bool reaped = wait_for_child(running[i].child.pid, &end);
+            if (results == nullptr) continue;
+            CommandOutput& result = (*results)[i];
+            if (!in_time && running[i].output) {
+                result.how = fmt::format("no answer within {} ms", limit.count());
+            } else if (!reaped) {
+                result.how = "reaped by someone else";
+            } else {
+                result.succeeded = end.si_code == CLD_EXITED && end.si_status == 0;
+                result.how = how_it_ended(end);
+            }
+        }
+    };
+    try {
+        for (LaunchSpec& spec : programs) {
+            Pipe output = make_pipe();
+            spec.stdout_fd = spec.stderr_fd = output.write_end.get();
+            spec.own_process_group = true;
+            running.push_back({spawn_by_exec(spec), std::move(output.read_end)});
+            // output.write_end closes here: end of file once the program (and what it
+            // started) is done.
+        }
+    } catch (...) {
+        kill_and_reap_all(nullptr, false);
+        throw;
+    }
+
+    std::vector<CommandOutput> results(running.size());
     char buffer[4096];
+    bool in_time = true;
     for (;;) {
+        std::vector<pollfd> open;
+        std::vector<std::size_t> which;
+        for (std::size_t i = 0; i < running.size(); ++i)
+            if (running[i].output) {
+                open.push_back({running[i].output.get(), POLLIN, 0});
+                which.push_back(i);
+            }
+        if (open.empty()) break;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        pollfd readable{output.read_end.get(), POLLIN, 0};
-        if (left <= 0 || ::poll(&readable, 1, static_cast<int>(left)) == 0) {
+        if (left <= 0 || ::poll(open.data(), open.size(), static_cast<int>(left)) == 0) {
             in_time = false;
             break;
         }
-        const ReadResult got = read_some(output.read_end.get(), buffer, sizeof buffer);
-        if (got.kind != ReadResult::bytes) break;
-        if (result.output.size() < kept_output_bytes)
-            result.output.append(buffer, std::min(got.size, kept_output_bytes - result.output.size()));
+        for (std::size_t k = 0; k < open.size(); ++k) {
+            if (open[k].revents == 0) continue;
+            Running& program = running[which[k]];
+            std::string& kept = results[which[k]].output;
+            const ReadResult got = read_some(program.output.get(), buffer, sizeof buffer);
+            if (got.kind != ReadResult::bytes) {
+                program.output.reset();
+                continue;
+            }
+            if (kept.size() < kept_bytes) kept.append(buffer, std::min(got.size, kept_bytes - kept.size()));
+        }
     }
-    ::kill(-child.pid, SIGKILL);  // what is left of it, if anything
-    siginfo_t end{};
-    const bool reaped = wait_for_child(child.pid, &end);
-    if (!in_time) {
-        result.how = fmt::format("no answer within {} ms", limit.count());
-    } else if (!reaped) {
-        result.how = "reaped by someone else";
-    } else {
-        result.succeeded = end.si_code == CLD_EXITED && end.si_status == 0;
-        result.how = how_it_ended(end);
-    }
-    return result;
+    kill_and_reap_all(&results, in_time);
+    return results;
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include <mpify/abi.hpp>
 
@@ -30,5 +32,13 @@ std::string how_it_ended(const siginfo_t& end);
 /// Runs `command` with /bin/sh, stdin from /dev/null; stops it (and its process group)
 /// once `limit` has passed. Throws SpawnError when it cannot start.
 CommandOutput command_output(const std::string& command, std::chrono::milliseconds limit);
+
+/// Runs every program of `programs` at once, each leading its own process group, with
+/// its stdout and stderr together into a pipe of its own (their fds in the specs are
+/// replaced); what each printed (its first `kept_bytes`), once all have ended or `limit`
+/// has passed (those still running then are killed, with what they started). Throws
+/// SpawnError, after stopping the ones it started, when one cannot start.
+std::vector<CommandOutput> programs_output(std::vector<LaunchSpec> programs, std::chrono::milliseconds limit,
+                                           std::size_t kept_bytes);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #ifndef MPIFY_INSTALL_BINDIR
 #define MPIFY_INSTALL_BINDIR ""
@@ -41,6 +42,19 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> find_mpify_program(const std::string& name) {
+    const std::string libdir = directory_of(libmpify_path());
+    const std::string candidates[] = {
+        libdir + "/" + name,            // build tree: next to libmpify.so
+        libdir + "/../bin/" + name,     // installed: <prefix>/lib and <prefix>/bin
+        libdir + "/../../bin/" + name,  // installed under lib/<multiarch>
+        std::string(MPIFY_INSTALL_BINDIR) + "/" + name,
+    };
+    for (const std::string& candidate : candidates)
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    return std::nullopt;
+}
+
 std::string find_mpify_worker() {
     if (const char* over = std::getenv("MPIFY_WORKER_PROGRAM"); over && *over) {
         if (::access(over, X_OK) == 0) return over;
@@ -48,15 +62,7 @@ std::string find_mpify_worker() {
                                      "point it at mpify-worker or unset it",
                                      over));
     }
-    const std::string libdir = directory_of(libmpify_path());
-    const std::string candidates[] = {
-        libdir + "/mpify-worker",            // build tree: next to libmpify.so
-        libdir + "/../bin/mpify-worker",     // installed: <prefix>/lib and <prefix>/bin
-        libdir + "/../../bin/mpify-worker",  // installed under lib/<multiarch>
-        std::string(MPIFY_INSTALL_BINDIR) + "/mpify-worker",
-    };
-    for (const std::string& candidate : candidates)
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (std::optional<std::string> found = find_mpify_program("mpify-worker")) return *found;
     throw SpawnError(fmt::format("mpify: cannot find the mpify-worker program (looked next to {} and in {}); "
                                  "install mpify completely or set MPIFY_WORKER_PROGRAM to its path",
                                  libmpify_path(), MPIFY_INSTALL_BINDIR));

@@ -6,6 +6,7 @@
 //    /proc/self/exe, whose mpify::init() serves the call.
 //  - library host: the function is in a shared library (always so in an interpreter);
 //    the worker is mpify-worker, which loads that library and serves the call.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct WorkerHost {
 /// Throws UsageError when no host can run it (interpreter memory, missing mpify::init)
 /// and SpawnError when mpify-worker cannot be found.
 WorkerHost choose_worker_host(const void* address, const std::string& name);
+
+/// One of mpify's programs (mpify-worker, mpify-stacks): next to libmpify or in the
+/// installed bin folder; nullopt when it is in neither.
+std::optional<std::string> find_mpify_program(const std::string& name);
 
 /// The mpify-worker program: $MPIFY_WORKER_PROGRAM, else next to libmpify or in the
 /// installed bin folder. Throws SpawnError naming where it looked.

@@ -24,7 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 UniqueFd connect_to_listener(const ConnectBackListener& listener) {
     Endpoint endpoint;
     endpoint.host = listener.address();
@@ -58,8 +57,9 @@ TEST_CASE("remote ranks are admitted while strangers on the port are still tryin
     ConnectBackListener listener("127.0.0.1", 0);
     const CallSecret secret = CallSecret::fresh(), others = CallSecret::fresh();
     const auto start = Clock::now();
-    auto admission = std::async(std::launch::async,
-                                [&] { return listener.admit(secret, 4, {false, true, true, true}, deadline_in(20s), 15s); });
+    auto admission = std::async(std::launch::async, [&] {
+        return listener.admit(secret, 4, {false, true, true, true}, deadline_in(20s), 15s);
+    });
     // Strangers first: one says nothing, one a byte, one garbage, one another call's proof.
     UniqueFd silent = connect_to_listener(listener), slow = connect_to_listener(listener),
              garbage = connect_to_listener(listener);

@@ -27,7 +27,6 @@ std::pair<UniqueFd, UniqueFd> connected_pair() {
     return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-
 // What admit_worker says of a peer that runs `peer` on its end and then hangs up; the
 // caller's end closes once admit_worker has returned or thrown.
 template <class Peer>

@@ -1,0 +1,55 @@
+#pragma once
+// Where a rank is: the stack of each of its threads, read from outside the process
+// (mpify-stacks, with elfutils' libdw) when a call times out, is interrupted, or loses
+// a rank while others still run, and on request with mpify::where().
+#include <mpify/abi.hpp>
+#include <mpify/export.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+MPIFY_BEGIN_NAMESPACE
+
+/// One frame of a thread's stack, innermost first.
+struct MPIFY_API StackFrame {
+    std::uint64_t address = 0;  ///< the program counter (a return address for outer frames)
+    std::string function;       ///< demangled; empty when no symbol covers the address
+    std::string file;           ///< source file, when the object has line tables (-g, -g1)
+    int line = 0;               ///< line in `file`; 0 when unknown
+    std::string module;         ///< the program or shared library that holds the code
+};
+
+/// The stack of one thread.
+struct MPIFY_API ThreadStack {
+    int tid = 0;                     ///< the thread's id (as in /proc/PID/task)
+    std::string name;                ///< its name (/proc/PID/task/TID/comm)
+    std::vector<StackFrame> frames;  ///< innermost first
+};
+
+/// Where one rank was when its stack was read.
+struct MPIFY_API RankStack {
+    int rank = -1;     ///< global rank within the call
+    std::string host;  ///< the machine, when another than the caller's; else empty
+    /// Its threads. The one that runs the rank's function comes first: a worker's main
+    /// thread, or, for the caller's own rank, the thread that called ranch.
+    std::vector<ThreadStack> threads;
+    /// Why the stack could not be read (permission, the deadline, mpify-stacks not
+    /// installed, ...); empty when `threads` holds it.
+    std::string unavailable;
+
+    /// Every thread, a frame per line: "#3 train_step at cnn.hpp:41 (libmodel.so)".
+    std::string describe() const;
+    /// One line: the innermost frames of the rank's own thread that are in user code
+    /// (neither the C or C++ runtime, LibTorch, nor mpify), innermost first:
+    /// "spin at work.cpp:12 <- train_step at cnn.hpp:41"; `unavailable` when unread.
+    std::string summary() const;
+};
+
+/// Where every rank of the calls running in this process is now (the caller's own rank
+/// included), by rank; empty when no call runs. For a watchdog or a signal-handling
+/// thread: the thread that called ranch is busy in it. Reads each rank as
+/// Options::stacks does, within 2 s in all; the ranks go on as they were.
+MPIFY_API std::vector<RankStack> where();
+
+MPIFY_END_NAMESPACE

@@ -1,0 +1,95 @@
+// How a rank's stack reads in messages: every frame (describe), or the few innermost
+// frames of the user's own code in one line (summary), which is what a user looks for
+// first in a hang: the line of theirs that the rank is stuck under.
+#include <mpify/stack.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+MPIFY_BEGIN_NAMESPACE
+namespace {
+
+constexpr std::size_t summary_frames = 3;
+
+std::string file_name(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+// The C and C++ runtimes, LibTorch and mpify itself: whatever the user's code is waiting
+// in, the user's own frames are the ones outside these. Code of theirs compiled into the
+// user's objects (mpify's templates, the standard library's) is known by its header.
+bool is_runtime_or_library(const StackFrame& frame) {
+    const std::string& path = frame.module;
+    const std::string name = file_name(path);
+    const std::string& file = frame.file;
+    return starts_with(path, "/lib/") || starts_with(path, "/lib64/") || starts_with(path, "/usr/lib/") ||
+           starts_with(path, "/usr/lib64/") || starts_with(name, "libtorch") || starts_with(name, "libc10") ||
+           starts_with(name, "libmpify.so") || starts_with(name, "libmpify_torch.so") || name == "mpify-worker" ||
+           starts_with(file, "/usr/include/") || file.find("/include/mpify/") != std::string::npos;
+}
+
+// A summary's function names stay readable: a long template's name is cut.
+constexpr std::size_t longest_summary_name = 100;
+
+// "f(std::__cxx11::basic_string<...>, int) const" -> "f(...) const": the name says which
+// function; its parameter types rarely help a summary.
+std::string without_parameters(const std::string& name) {
+    const std::size_t close = name.rfind(')');
+    if (close == std::string::npos) return name;
+    int depth = 0;
+    for (std::size_t i = close + 1; i-- > 0;) {
+        if (name[i] == ')') ++depth;
+        if (name[i] == '(' && --depth == 0)
+            return close - i > 1 ? name.substr(0, i) + "(...)" + name.substr(close + 1) : name;
+    }
+    return name;
+}
+
+std::string frame_text(const StackFrame& frame, bool full_path) {
+    std::string text = frame.function.empty() ? fmt::format("0x{:x}", frame.address) : frame.function;
+    if (!full_path) text = without_parameters(text);
+    if (!full_path && text.size() > longest_summary_name) text = text.substr(0, longest_summary_name - 3) + "...";
+    if (!frame.file.empty())
+        text += fmt::format(" at {}{}", full_path ? frame.file : file_name(frame.file),
+                            frame.line > 0 ? ":" + std::to_string(frame.line) : std::string());
+    return text;
+}
+
+}  // namespace
+
+std::string RankStack::describe() const {
+    if (threads.empty()) return unavailable.empty() ? "(no stack was read)" : unavailable;
+    std::string text;
+    for (const ThreadStack& thread : threads) {
+        if (!text.empty()) text += '\n';
+        text += fmt::format("thread {} ({}):", thread.tid, thread.name);
+        for (std::size_t i = 0; i < thread.frames.size(); ++i)
+            text += fmt::format("\n  #{} {} ({})", i, frame_text(thread.frames[i], true),
+                                file_name(thread.frames[i].module));
+    }
+    return text;
+}
+
+std::string RankStack::summary() const {
+    if (threads.empty()) return unavailable.empty() ? "(no stack was read)" : unavailable;
+    const std::vector<StackFrame>& frames = threads.front().frames;
+    std::vector<const StackFrame*> shown;
+    for (const StackFrame& frame : frames)
+        if (!is_runtime_or_library(frame) && !frame.function.empty() && shown.size() < summary_frames)
+            shown.push_back(&frame);
+    // All of it in libraries (a rank waiting in mpify or LibTorch on behalf of nobody's
+    // code shown here): the innermost frames, whatever they are.
+    for (std::size_t i = 0; shown.empty() && i < std::min(frames.size(), summary_frames); ++i)
+        shown.push_back(&frames[i]);
+    if (shown.empty()) return "(no frame could be read)";
+    std::string text;
+    for (const StackFrame* frame : shown) text += (text.empty() ? "" : " <- ") + frame_text(*frame, false);
+    return text;
+}
+
+MPIFY_END_NAMESPACE

@@ -1,0 +1,33 @@
+#pragma once
+// Reading where ranks are: one mpify-stacks per process, all at once, within a limit.
+#include <mpify/abi.hpp>
+#include <mpify/stack.hpp>
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+
+/// The longest a call waits for its ranks' stacks, all of them together: a stack is a
+/// help to the report, never a reason for the report to wait long.
+constexpr std::chrono::milliseconds stack_collection_limit{2000};
+
+/// A rank whose stack is wanted.
+struct StackTarget {
+    int rank = -1;
+    std::string host;       ///< the rank's machine, when another than this one
+    pid_t pid = 0;          ///< the process to read
+    pid_t rank_thread = 0;  ///< the thread that runs the rank (0: the process's main thread)
+    std::string unreadable; ///< not empty: not read, and this says why
+};
+
+/// Where each target is, in the targets' order. A target that cannot be read (no
+/// mpify-stacks, no permission, gone, not within `limit`) gets RankStack::unavailable
+/// saying why. This process may be a target (the caller's own rank): it is read by its
+/// child, which it allows to trace it meanwhile.
+std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, std::chrono::milliseconds limit);
+
+MPIFY_END_DETAIL_NAMESPACE

@@ -1,0 +1,76 @@
+#include "forensics/stack_dump_format.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <sstream>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace {
+
+// Tabs and line ends inside a field (a demangled name, a path) become spaces: the
+// format's separators stay unambiguous, and nothing read back is worse than a space.
+std::string field(const std::string& text) {
+    std::string out = text;
+    for (char& c : out)
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return out;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t tab = line.find('\t', start);
+        fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+        if (tab == std::string::npos) return fields;
+        start = tab + 1;
+    }
+}
+
+}  // namespace
+
+std::string format_stack_dump(const std::vector<DumpedProcess>& processes) {
+    std::string text;
+    for (const DumpedProcess& process : processes) {
+        text += fmt::format("process\t{}\t{}\n", process.pid, field(process.error));
+        for (const ThreadStack& thread : process.threads) {
+            text += fmt::format("thread\t{}\t{}\n", thread.tid, field(thread.name));
+            for (const StackFrame& frame : thread.frames)
+                text += fmt::format("frame\t{:x}\t{}\t{}\t{}\t{}\n", frame.address, field(frame.function),
+                                    field(frame.file), frame.line, field(frame.module));
+        }
+    }
+    return text;
+}
+
+std::vector<DumpedProcess> parse_stack_dump(const std::string& text) {
+    std::vector<DumpedProcess> processes;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::vector<std::string> fields = split_tabs(line);
+        if (fields[0] == "process" && fields.size() == 3) {
+            processes.emplace_back();
+            processes.back().pid = std::atoi(fields[1].c_str());
+            processes.back().error = fields[2];
+        } else if (fields[0] == "thread" && fields.size() == 3 && !processes.empty()) {
+            ThreadStack thread;
+            thread.tid = std::atoi(fields[1].c_str());
+            thread.name = fields[2];
+            processes.back().threads.push_back(std::move(thread));
+        } else if (fields[0] == "frame" && fields.size() == 6 && !processes.empty() &&
+                   !processes.back().threads.empty()) {
+            StackFrame frame;
+            frame.address = std::strtoull(fields[1].c_str(), nullptr, 16);
+            frame.function = fields[2];
+            frame.file = fields[3];
+            frame.line = std::atoi(fields[4].c_str());
+            frame.module = fields[5];
+            processes.back().threads.back().frames.push_back(std::move(frame));
+        }
+    }
+    return processes;
+}
+
+MPIFY_END_DETAIL_NAMESPACE

@@ -1,0 +1,25 @@
+#pragma once
+// What mpify-stacks prints and how the caller reads it back: a line per process, thread
+// and frame, fields separated by tabs (none of them can hold one: see the .cpp).
+#include <mpify/abi.hpp>
+#include <mpify/stack.hpp>
+
+#include <string>
+#include <vector>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+
+/// The stacks of one process's threads, or why there are none.
+struct DumpedProcess {
+    int pid = 0;
+    std::vector<ThreadStack> threads;
+    std::string error;  ///< empty when `threads` were read
+};
+
+std::string format_stack_dump(const std::vector<DumpedProcess>& processes);
+
+/// The processes in `text`, as format_stack_dump wrote them. Lines it does not know are
+/// skipped: a dump cut by the deadline gives what came before the cut.
+std::vector<DumpedProcess> parse_stack_dump(const std::string& text);
+
+MPIFY_END_DETAIL_NAMESPACE

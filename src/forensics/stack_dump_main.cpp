@@ -1,0 +1,201 @@
+// mpify-stacks PID...: where every thread of each process is, for mpify's reports of a
+// hang or a failure (forensics/stack_report.hpp reads what it prints).
+//
+// A program of its own rather than code in the caller: ptrace stops every thread it
+// looks at, so a helper that is killed at its deadline must not be the process whose
+// threads it stopped, and nothing of libdw's lands in the caller's address space.
+// Each thread is seized and interrupted (PTRACE_SEIZE, PTRACE_INTERRUPT), not attached
+// with SIGSTOP: if this program dies half-way, the kernel lets the threads go on, with
+// no stop signal left pending. Everything is collected and the threads let go before a
+// byte is printed, since the process looked at may be the one reading this output.
+#include "common/demangle.hpp"
+#include "forensics/stack_dump_format.hpp"
+
+#include <elfutils/libdwfl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace mpify::detail;
+
+namespace {
+
+constexpr int max_frames = 64;
+
+std::set<pid_t> threads_of(pid_t pid) {
+    std::set<pid_t> tids;
+    const std::string folder = "/proc/" + std::to_string(pid) + "/task";
+    if (DIR* dir = ::opendir(folder.c_str())) {
+        while (const dirent* entry = ::readdir(dir))
+            if (entry->d_name[0] != '.') tids.insert(static_cast<pid_t>(std::atoi(entry->d_name)));
+        ::closedir(dir);
+    }
+    return tids;
+}
+
+std::string thread_name(pid_t pid, pid_t tid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return name;
+}
+
+// The threads of one process, held still for as long as this object lives.
+class HeldThreads {
+public:
+    explicit HeldThreads(pid_t pid) {
+        // Threads started while the first ones were being seized are seized on a second
+        // look, and so on (a few rounds: a process that keeps starting threads is read as
+        // far as it was held).
+        for (int round = 0; round < 4; ++round) {
+            bool new_ones = false;
+            for (const pid_t tid : threads_of(pid)) {
+                if (held_.count(tid) != 0 || failed_.count(tid) != 0) continue;
+                new_ones = true;
+                if (hold(tid)) held_.insert(tid);
+                else failed_.insert(tid);
+            }
+            if (!new_ones) break;
+        }
+    }
+    ~HeldThreads() {
+        for (const pid_t tid : held_) ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    }
+    HeldThreads(const HeldThreads&) = delete;
+    HeldThreads& operator=(const HeldThreads&) = delete;
+
+    const std::set<pid_t>& held() const { return held_; }
+    const std::string& first_error() const { return first_error_; }
+
+private:
+    bool hold(pid_t tid) {
+        if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) return note(tid, "PTRACE_SEIZE", errno);
+        if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
+            const int error = errno;
+            ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+            return note(tid, "PTRACE_INTERRUPT", error);
+        }
+        int status = 0;
+        while (::waitpid(tid, &status, __WALL) < 0) {
+            if (errno == EINTR) continue;
+            return note(tid, "waitpid", errno);  // the thread ended meanwhile
+        }
+        return WIFSTOPPED(status) || note(tid, "waitpid", ESRCH);
+    }
+    bool note(pid_t tid, const char* what, int error) {
+        if (first_error_.empty())
+            first_error_ = "thread " + std::to_string(tid) + ": " + what + ": " + std::strerror(error);
+        return false;
+    }
+
+    std::set<pid_t> held_;
+    std::set<pid_t> failed_;
+    std::string first_error_;
+};
+
+// "__libc_start_main@@GLIBC_2.34": the version node is the linker's business.
+std::string without_symbol_version(std::string name) {
+    const auto at = name.find('@');
+    if (at != std::string::npos) name.resize(at);
+    return name;
+}
+
+struct Unwinding {
+    Dwfl* dwfl = nullptr;
+    std::vector<mpify::StackFrame> frames;
+};
+
+int on_frame(Dwfl_Frame* state, void* arg) {
+    auto& unwinding = *static_cast<Unwinding*>(arg);
+    Dwarf_Addr pc = 0;
+    bool is_activation = false;
+    if (!dwfl_frame_pc(state, &pc, &is_activation)) return DWARF_CB_ABORT;
+    // A return address points after the call: the call's own line is one byte back.
+    const Dwarf_Addr looked_up = is_activation ? pc : pc - 1;
+    mpify::StackFrame frame;
+    frame.address = pc;
+    if (Dwfl_Module* module = dwfl_addrmodule(unwinding.dwfl, looked_up)) {
+        if (const char* path = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr))
+            frame.module = path;
+        GElf_Off offset = 0;
+        GElf_Sym symbol{};
+        if (const char* name = dwfl_module_addrinfo(module, looked_up, &offset, &symbol, nullptr, nullptr, nullptr))
+            frame.function = without_symbol_version(demangle(name));
+        if (Dwfl_Line* line = dwfl_module_getsrc(module, looked_up)) {
+            int number = 0;
+            if (const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
+                frame.file = file;
+                frame.line = number;
+            }
+        }
+    }
+    unwinding.frames.push_back(std::move(frame));
+    return unwinding.frames.size() < max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+DumpedProcess dump(pid_t pid) {
+    DumpedProcess process;
+    process.pid = pid;
+    static const Dwfl_Callbacks callbacks = [] {
+        Dwfl_Callbacks c{};
+        c.find_elf = dwfl_linux_proc_find_elf;
+        c.find_debuginfo = dwfl_standard_find_debuginfo;
+        return c;
+    }();
+    HeldThreads held(pid);
+    if (held.held().empty()) {
+        process.error = held.first_error().empty() ? "no thread found" : held.first_error();
+        return process;
+    }
+    Dwfl* dwfl = dwfl_begin(&callbacks);
+    if (dwfl == nullptr) {
+        process.error = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
+        return process;
+    }
+    dwfl_report_begin(dwfl);
+    const int reported = dwfl_linux_proc_report(dwfl, pid);
+    dwfl_report_end(dwfl, nullptr, nullptr);
+    if (reported != 0 || dwfl_linux_proc_attach(dwfl, pid, /*assume_ptrace_stopped=*/true) != 0) {
+        process.error = std::string("cannot read the process's memory map: ") + dwfl_errmsg(-1);
+        dwfl_end(dwfl);
+        return process;
+    }
+    for (const pid_t tid : held.held()) {
+        mpify::ThreadStack thread;
+        thread.tid = tid;
+        thread.name = thread_name(pid, tid);
+        Unwinding unwinding;
+        unwinding.dwfl = dwfl;
+        // An error at the outermost frame is how some stacks end: what was read is kept.
+        dwfl_getthread_frames(dwfl, tid, on_frame, &unwinding);
+        thread.frames = std::move(unwinding.frames);
+        process.threads.push_back(std::move(thread));
+    }
+    dwfl_end(dwfl);
+    return process;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: mpify-stacks PID...\n");
+        return 2;
+    }
+    std::vector<DumpedProcess> processes;
+    for (int i = 1; i < argc; ++i) processes.push_back(dump(static_cast<pid_t>(std::atoi(argv[i]))));
+    const std::string text = format_stack_dump(processes);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : 1;
+}

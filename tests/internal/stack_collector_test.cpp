@@ -1,0 +1,122 @@
+// Reading where a process is (forensics/): what mpify-stacks prints reads back as it was
+// written, a summary shows the user's frames, and a process that cannot be read is named
+// with the reason: held by another tracer, gone, or slower than the limit.
+#include "common/posix.hpp"  // kill_and_reap
+#include "forensics/stack_collector.hpp"
+#include "forensics/stack_dump_format.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+using namespace mpify::detail;
+using Catch::Matchers::Contains;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A child that waits until it is killed.
+pid_t start_waiting_child() {
+    const pid_t child = ::fork();
+    if (child == 0)
+        for (;;) ::pause();
+    return child;
+}
+
+}  // namespace
+
+TEST_CASE("a stack dump reads back as it was written", "[stacks]") {
+    DumpedProcess process;
+    process.pid = 42;
+    mpify::ThreadStack thread;
+    thread.tid = 43;
+    thread.name = "with\ttab";
+    thread.frames.push_back({0x1234, "train_step(int)", "/src/cnn.hpp", 41, "/opt/model/libmodel.so"});
+    thread.frames.push_back({0x99, "", "", 0, ""});
+    process.threads.push_back(thread);
+    DumpedProcess failed;
+    failed.pid = 7;
+    failed.error = "thread 7: PTRACE_SEIZE: Operation not permitted";
+    const std::vector<DumpedProcess> read = parse_stack_dump(format_stack_dump({process, failed}));
+    REQUIRE(read.size() == 2);
+    REQUIRE(read[0].threads.size() == 1);
+    CHECK(read[0].threads[0].name == "with tab");  // a tab in a field becomes a space
+    REQUIRE(read[0].threads[0].frames.size() == 2);
+    CHECK(read[0].threads[0].frames[0].address == 0x1234);
+    CHECK(read[0].threads[0].frames[0].function == "train_step(int)");
+    CHECK(read[0].threads[0].frames[0].line == 41);
+    CHECK(read[0].threads[0].frames[1].function.empty());
+    CHECK(read[1].error == failed.error);
+    // A dump cut short keeps what came before the cut.
+    const std::string whole = format_stack_dump({process});
+    CHECK(parse_stack_dump(whole.substr(0, whole.size() - 10)).front().threads.front().frames.size() == 1);
+}
+
+TEST_CASE("a summary shows the user's own frames, innermost first", "[stacks]") {
+    mpify::RankStack stack;
+    mpify::ThreadStack thread;
+    thread.frames = {
+        {1, "read", "../sysdeps/unix/sysv/linux/read.c", 26, "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+        {2, "mpify::detail::wait_for_collective(c10d::Work&)", "/src/ddp/collective_wait.cpp", 80,
+         "/opt/mpify/lib/libmpify_torch.so.0.1.0"},
+        {3, "std::function<void ()>::operator()() const", "/usr/include/c++/12/bits/std_function.h", 591,
+         "/home/me/libmodel.so"},
+        {4, "train_step(Model&, std::vector<int, std::allocator<int> > const&)", "/home/me/cnn.hpp", 41,
+         "/home/me/libmodel.so"},
+        {5, "fit()", "/home/me/learner.cpp", 120, "/home/me/libmodel.so"},
+    };
+    stack.threads.push_back(thread);
+    CHECK(stack.summary() == "train_step(...) at cnn.hpp:41 <- fit() at learner.cpp:120");
+    CHECK_THAT(stack.describe(), Contains("#0 read at ../sysdeps/unix/sysv/linux/read.c:26 (libc.so.6)"));
+    mpify::RankStack unread;
+    unread.unavailable = "not read within 2000 ms";
+    CHECK(unread.summary() == "not read within 2000 ms");
+}
+
+TEST_CASE("a process that cannot be read is named with the reason", "[stacks]") {
+    SECTION("another tracer holds it") {
+        const pid_t child = start_waiting_child();
+        REQUIRE(::ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0);  // none other may now
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{7, "", child, 0, ""}}, 2000ms);
+        kill_and_reap(child);
+        REQUIRE(stacks.size() == 1);
+        CHECK(stacks[0].rank == 7);
+        CHECK(stacks[0].threads.empty());
+        CHECK_THAT(stacks[0].unavailable,
+                   Contains("PTRACE_SEIZE: Operation not permitted") && Contains("ptrace is not allowed here"));
+    }
+    SECTION("it is gone") {
+        const pid_t child = start_waiting_child();
+        kill_and_reap(child);
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{3, "", child, 0, ""}}, 2000ms);
+        CHECK_THAT(stacks[0].unavailable, Contains("it ended before its stack was read"));
+    }
+    SECTION("the limit passes first") {
+        const pid_t child = start_waiting_child();
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{1, "", child, 0, ""}}, 1ms);
+        kill_and_reap(child);
+        CHECK(stacks[0].unavailable == "not read within 1 ms");
+    }
+    SECTION("a target named unreadable is not read") {
+        const std::vector<mpify::RankStack> stacks =
+            collect_stacks({{2, "node2", 1, 0, "not read: on another machine"}}, 2000ms);
+        CHECK(stacks[0].host == "node2");
+        CHECK(stacks[0].unavailable == "not read: on another machine");
+    }
+}
+
+TEST_CASE("a process is read with its threads, the one asked for first", "[stacks]") {
+    const pid_t child = start_waiting_child();
+    const std::vector<mpify::RankStack> stacks = collect_stacks({{0, "", child, 0, ""}}, 2000ms);
+    kill_and_reap(child);
+    REQUIRE(stacks[0].unavailable.empty());
+    REQUIRE(stacks[0].threads.size() == 1);
+    CHECK(stacks[0].threads[0].tid == child);
+    REQUIRE_FALSE(stacks[0].threads[0].frames.empty());
+    CHECK_THAT(stacks[0].threads[0].frames[0].function, Contains("pause"));
+}
