@@ -17,8 +17,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -160,6 +162,54 @@ TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is l
     }
     REQUIRE(interrupted_pids->pids.size() == 2);
     for (pid_t pid : interrupted_pids->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a remote rank's stack is read on its machine: at a timeout and by mpify::where()", "[remote][once]") {
+    mpify::Options options = on_this_host(2, 1);
+    const auto call_began = std::chrono::steady_clock::now();
+    REQUIRE(mpify::ranch(options, 3, in_library::add, 1, 2).size() == 3);
+    // As above: room for the remote workers to start, then their loops time out.
+    options.timeout =
+        2 * std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - call_began) +
+        std::chrono::milliseconds(2000);
+    try {
+        mpify::ranch(options, 3, in_library::wait_in_own_code, std::string("spin"), std::string());
+        FAIL("ranch returned");
+    } catch (const mpify::TimeoutError& e) {
+        REQUIRE(e.failures().size() == 2);
+        for (const mpify::RankFailure& failure : e.failures()) {
+            INFO(failure.stack.describe());
+            CHECK(failure.stack.host == host_name());
+            CHECK_THAT(failure.stack.summary(), Catch::Contains("spin_in_own_loop"));
+        }
+        CHECK_THAT(e.what(), Catch::Contains("rank 2 on " + host_name() +
+                                             " timed out: still running when the "
+                                             "timeout expired; where it was: in_library::spin_in_own_loop()"));
+    }
+
+    options.timeout = std::chrono::milliseconds(0);
+    auto call = std::async(std::launch::async,
+                           [options] { return mpify::ranch(options, 3, in_library::loop_until_interrupted); });
+    std::vector<mpify::RankStack> stacks;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto remote_ranks_in_their_loop = [&] {
+        return stacks.size() == 3 && std::all_of(stacks.begin() + 1, stacks.end(), [](const mpify::RankStack& s) {
+                   return s.host == host_name() && s.summary().find("spin_in_own_loop") != std::string::npos;
+               });
+    };
+    do {
+        stacks = mpify::where();
+    } while (!remote_ranks_in_their_loop() && std::chrono::steady_clock::now() < give_up);
+    for (const mpify::RankStack& s : stacks) INFO("rank " << s.rank << ": " << s.describe());
+    CHECK(remote_ranks_in_their_loop());
+    mpify::request_interrupt();
+    try {
+        call.get();
+        FAIL("ranch returned");
+    } catch (const mpify::Interrupted& e) {
+        CHECK_THAT(e.what(), Catch::Contains("- rank 1: in_library::spin_in_own_loop()"));
+    }
     CHECK(mpify_test::has_no_children());
 }
 

@@ -5,6 +5,7 @@
 #include "common/posix.hpp"
 #include "wire/messages.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -26,6 +27,7 @@ struct Supervisor::Worker {
     std::string host;  // of a rank on another machine; else empty
     ChildProcess process;
     UniqueFd channel, out, err;
+    UniqueFd control;  // a remote rank's stand-in: where it is asked where the rank is
     std::string call_head;
     std::shared_ptr<const std::string> args;
     std::size_t sent = 0;  // bytes of head + args written so far
@@ -63,6 +65,7 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
     w->channel = std::move(started.channel);
     w->out = std::move(started.out);
     w->err = std::move(started.err);
+    w->control = std::move(started.control);
     w->call_head = std::move(call_head);
     w->args = std::move(args);
     for (const UniqueFd* fd : {&w->channel, &w->out, &w->err})
@@ -73,7 +76,7 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
 
 void Supervisor::own_rank_started(int rank, pid_t tid) noexcept {
     const std::lock_guard<std::mutex> lock(running_lock_);
-    own_rank_ = StackTarget{rank, {}, ::getpid(), tid, {}};
+    own_rank_ = StackTarget{rank, {}, ::getpid(), tid, {}, nullptr};
 }
 
 void Supervisor::own_rank_ended() noexcept {
@@ -93,9 +96,16 @@ void Supervisor::publish_running_ranks() {
     std::vector<StackTarget> running;
     for (const auto& w : workers_) {
         if (w->exited() || w->failed || w->result || w->phase != WorkerPhase::running) continue;
-        StackTarget target{w->rank, w->host, w->process.pid, 0, {}};
-        // The pid here is the rank's stand-in; the rank runs on its machine.
-        if (!w->host.empty()) target.unreadable = "not read: the stacks of ranks on other machines are not collected";
+        StackTarget target{w->rank, w->host, w->process.pid, 0, {}, nullptr};
+        // The pid here is the rank's stand-in's: the rank is read on its machine, asked
+        // through the stand-in (a dup of its socket: the worker's own closes with it).
+        if (w->control) {
+            const int copy = ::fcntl(w->control.get(), F_DUPFD_CLOEXEC, 0);
+            if (copy >= 0) target.control = std::make_shared<UniqueFd>(copy);
+            else target.unreadable = "not read: no fd left to ask its stand-in";
+        } else if (!w->host.empty()) {
+            target.unreadable = "not read: its stand-in has no control socket";
+        }
         running.push_back(std::move(target));
     }
     const std::lock_guard<std::mutex> lock(running_lock_);
@@ -111,7 +121,22 @@ void Supervisor::read_stacks_before_stopping(const Worker* except) {
         targets.erase(std::remove_if(targets.begin(), targets.end(),
                                      [&](const StackTarget& t) { return t.rank == except->rank; }),
                       targets.end());
-    if (!targets.empty()) failures_.add_stacks(collect_stacks(targets, stack_collection_limit));
+    if (targets.empty()) return;
+    std::vector<RankStack> stacks = collect_stacks(targets, stack_collection_limit);
+    // The caller's rank that returned meanwhile (it saw the interrupt, its collective
+    // broke) was read on its way out, past its function: that says nothing of where it was.
+    const auto own =
+        std::find_if(targets.begin(), targets.end(), [](const StackTarget& t) { return t.pid == ::getpid(); });
+    bool own_rank_running = false;
+    {
+        const std::lock_guard<std::mutex> lock(running_lock_);
+        own_rank_running = own_rank_.has_value();
+    }
+    if (own != targets.end() && !own_rank_running)
+        stacks.erase(std::remove_if(stacks.begin(), stacks.end(),
+                                    [&](const RankStack& s) { return s.rank == own->rank; }),
+                     stacks.end());
+    failures_.add_stacks(std::move(stacks));
 }
 
 void Supervisor::request_stop() noexcept { wake_.notify(); }

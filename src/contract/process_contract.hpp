@@ -59,5 +59,9 @@ constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";
 /// The mark of a remote rank's stand-in ("k@host"), and the fd of its link to the agent.
 constexpr const char* stand_in_env_var = "MPIFY_STAND_IN";
 constexpr int stand_in_link_fd = 4;
+/// A stand-in's fd 0: a socket on which the caller asks where the remote rank is (a byte)
+/// and the stand-in answers with the agent's stack dump (u32 size, little-endian, then
+/// the dump: forensics/stack_dump_format.hpp).
+constexpr int stand_in_control_fd = 0;
 
 MPIFY_END_DETAIL_NAMESPACE

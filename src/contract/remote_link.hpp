@@ -23,6 +23,9 @@
 //   agent -> caller   out, err bytes the worker wrote to its stdout, stderr
 //   agent -> caller   exited   how the worker ended (exit code, or signal); the last message
 //   caller -> agent   signal   a signal for the worker (the caller stopping it)
+//   caller -> agent   stacks_wanted   where the worker is, please (mpify::where(), a
+//                                     failure report): the agent reads its stacks
+//   agent -> caller   stacks   what it read (forensics/stack_dump_format.hpp)
 //   both ways         alive    every link_beat: silence for link_silence_limit means
 //                              the other end, its machine or the network between is gone
 //
@@ -60,6 +63,8 @@ enum class LinkType : std::uint8_t {
     library_here,
     library_wanted,
     library_bytes,
+    stacks_wanted,
+    stacks,
 };
 constexpr std::size_t link_header_size = 5;
 /// The largest payload of one message.

@@ -27,10 +27,17 @@ bool is_runtime_or_library(const StackFrame& frame) {
     const std::string& path = frame.module;
     const std::string name = file_name(path);
     const std::string& file = frame.file;
-    return starts_with(path, "/lib/") || starts_with(path, "/lib64/") || starts_with(path, "/usr/lib/") ||
-           starts_with(path, "/usr/lib64/") || starts_with(name, "libtorch") || starts_with(name, "libc10") ||
-           starts_with(name, "libmpify.so") || starts_with(name, "libmpify_torch.so") || name == "mpify-worker" ||
-           starts_with(file, "/usr/include/") || file.find("/include/mpify/") != std::string::npos;
+    if (starts_with(path, "/lib/") || starts_with(path, "/lib64/") || starts_with(path, "/usr/lib/") ||
+        starts_with(path, "/usr/lib64/") || starts_with(name, "libtorch") || starts_with(name, "libc10") ||
+        starts_with(name, "libmpify.so") || starts_with(name, "libmpify_torch.so") || name == "mpify-worker")
+        return true;
+    // In the user's object, from a library's header: the library's own function (a
+    // template of std:: or mpify::), unless a function of the user's inlined it.
+    const bool from_a_library_header = starts_with(file, "/usr/include/") ||
+                                       file.find("/include/mpify/") != std::string::npos;
+    const std::string name_part = frame.function.substr(0, frame.function.find('('));
+    return from_a_library_header &&
+           (name_part.find("std::") != std::string::npos || name_part.find("mpify::") != std::string::npos);
 }
 
 // A summary's function names stay readable: a long template's name is cut.
@@ -84,8 +91,8 @@ std::string RankStack::summary() const {
             shown.push_back(&frame);
     // All of it in libraries (a rank waiting in mpify or LibTorch on behalf of nobody's
     // code shown here): the innermost frames, whatever they are.
-    for (std::size_t i = 0; shown.empty() && i < std::min(frames.size(), summary_frames); ++i)
-        shown.push_back(&frames[i]);
+    if (shown.empty())
+        for (std::size_t i = 0; i < std::min(frames.size(), summary_frames); ++i) shown.push_back(&frames[i]);
     if (shown.empty()) return "(no frame could be read)";
     std::string text;
     for (const StackFrame* frame : shown) text += (text.empty() ? "" : " <- ") + frame_text(*frame, false);

@@ -1,16 +1,23 @@
 #include "forensics/stack_collector.hpp"
 
+#include "common/byte_codec.hpp"
+#include "common/clock.hpp"
 #include "common/environment_list.hpp"
+#include "common/posix.hpp"
 #include "forensics/stack_dump_format.hpp"
 #include "spawn/command_output.hpp"
 #include "spawn/worker_host.hpp"
 
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -46,6 +53,35 @@ std::string advice_for(const std::string& error) {
     return "";
 }
 
+// Asks a remote rank's stand-in where the rank is: what an earlier question's late
+// answer left in the socket goes first. False when the stand-in is gone.
+bool ask_stand_in(int control) {
+    char stale[4096];
+    while (read_some(control, stale, sizeof stale).kind == ReadResult::bytes) {
+    }
+    const char question = 'S';
+    return retry_on_eintr([&] { return ::send(control, &question, 1, MSG_NOSIGNAL); }) == 1;
+}
+
+// The stand-in's answer: a u32 size, then the dump; nullopt if it has not come by `deadline`.
+std::optional<std::string> stand_in_answer(int control, Clock::time_point deadline) {
+    std::string bytes;
+    char buffer[65536];
+    for (;;) {
+        if (bytes.size() >= 4) {
+            ByteReader<std::runtime_error> header(std::string_view(bytes).substr(0, 4), "a stand-in's answer");
+            const std::uint32_t size = header.u32("its size");
+            if (bytes.size() >= 4 + std::size_t(size)) return bytes.substr(4, size);
+        }
+        pollfd readable{control, POLLIN, 0};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0 || ::poll(&readable, 1, static_cast<int>(left)) <= 0) return std::nullopt;
+        const ReadResult got = read_some(control, buffer, sizeof buffer);
+        if (got.kind == ReadResult::end_of_file || got.kind == ReadResult::error) return std::nullopt;
+        if (got.kind == ReadResult::bytes) bytes.append(buffer, got.size);
+    }
+}
+
 RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     RankStack stack;
     stack.rank = target.rank;
@@ -57,7 +93,10 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     }
     DumpedProcess& process = dumped.front();
     if (process.threads.empty()) {
-        stack.unavailable = "not read: " + process.error + advice_for(process.error);
+        // An agent's answer says "not read: ..." itself.
+        stack.unavailable = process.error.rfind("not read", 0) == 0
+                                ? process.error
+                                : "not read: " + process.error + advice_for(process.error);
         return stack;
     }
     const pid_t first = target.rank_thread != 0 ? target.rank_thread : target.pid;
@@ -76,12 +115,23 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
         stacks[i].host = targets[i].host;
         stacks[i].unavailable = targets[i].unreadable;
     }
+    const Clock::time_point deadline = Clock::now() + limit;
+    // One reading at a time in this process: a stand-in's socket carries one answer.
+    static std::mutex one_reading;
+    const std::lock_guard<std::mutex> lock(one_reading);
+    // Ranks on other machines: asked first, read there while the others are read here.
+    std::vector<std::size_t> asked;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (!targets[i].unreadable.empty() || !targets[i].control) continue;
+        if (ask_stand_in(targets[i].control->get())) asked.push_back(i);
+        else stacks[i].unavailable = "not read: its stand-in had ended";
+    }
     const std::optional<std::string> program = find_mpify_program("mpify-stacks");
     std::vector<LaunchSpec> readers;
     std::vector<std::size_t> read;  // the targets the readers are for
     bool reads_this_process = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (!targets[i].unreadable.empty()) continue;
+        if (!targets[i].unreadable.empty() || targets[i].control) continue;
         if (!program) {
             stacks[i].unavailable =
                 "not read: mpify-stacks is not installed beside libmpify (it is built where elfutils' libdw is: "
@@ -96,21 +146,35 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
         read.push_back(i);
         reads_this_process = reads_this_process || targets[i].pid == ::getpid();
     }
-    if (readers.empty()) return stacks;
-    const SelfTracingAllowed allowed(reads_this_process);
-    std::vector<CommandOutput> outputs;
-    try {
-        outputs = programs_output(std::move(readers), limit, kept_dump_bytes);
-    } catch (const std::exception& e) {
-        for (const std::size_t i : read) stacks[i].unavailable = fmt::format("not read: {}", e.what());
-        return stacks;
+    if (!readers.empty()) {
+        const SelfTracingAllowed allowed(reads_this_process);
+        std::vector<CommandOutput> outputs;
+        try {
+            outputs = programs_output(std::move(readers), limit, kept_dump_bytes);
+        } catch (const std::exception& e) {
+            for (const std::size_t i : read) stacks[i].unavailable = fmt::format("not read: {}", e.what());
+        }
+        for (std::size_t k = 0; k < outputs.size(); ++k) {
+            stacks[read[k]] = stack_from(targets[read[k]], outputs[k]);
+            if (!stacks[read[k]].threads.empty() || outputs[k].succeeded) continue;
+            if (outputs[k].how.rfind("no answer", 0) == 0)
+                stacks[read[k]].unavailable = fmt::format("not read within {} ms", limit.count());
+        }
     }
-    for (std::size_t k = 0; k < read.size(); ++k) {
-        const StackTarget& target = targets[read[k]];
-        stacks[read[k]] = stack_from(target, outputs[k]);
-        if (!stacks[read[k]].threads.empty() || outputs[k].succeeded) continue;
-        if (outputs[k].how.rfind("no answer", 0) == 0)
-            stacks[read[k]].unavailable = fmt::format("not read within {} ms", limit.count());
+    for (const std::size_t i : asked) {
+        std::optional<std::string> answer;
+        try {
+            answer = stand_in_answer(targets[i].control->get(), deadline);
+        } catch (const std::exception&) {  // a malformed answer: as none
+        }
+        if (!answer) {
+            stacks[i].unavailable = fmt::format("not read within {} ms (asked of its machine's agent)", limit.count());
+            continue;
+        }
+        CommandOutput output;
+        output.succeeded = true;
+        output.output = std::move(*answer);
+        stacks[i] = stack_from(targets[i], output);
     }
     return stacks;
 }

@@ -1,11 +1,14 @@
 #pragma once
 // Reading where ranks are: one mpify-stacks per process, all at once, within a limit.
+#include "common/unique_fd.hpp"
+
 #include <mpify/abi.hpp>
 #include <mpify/stack.hpp>
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,9 @@ struct StackTarget {
     pid_t pid = 0;          ///< the process to read
     pid_t rank_thread = 0;  ///< the thread that runs the rank (0: the process's main thread)
     std::string unreadable; ///< not empty: not read, and this says why
+    /// A rank on another machine: its stand-in's control socket (a dup, so that it
+    /// outlives the call that listed it), through which the rank's agent reads it there.
+    std::shared_ptr<UniqueFd> control;
 };
 
 /// Where each target is, in the targets' order. A target that cannot be read (no

@@ -22,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,23 +65,31 @@ public:
             for (const pid_t tid : threads_of(pid)) {
                 if (held_.count(tid) != 0 || failed_.count(tid) != 0) continue;
                 new_ones = true;
-                if (hold(tid)) held_.insert(tid);
+                int pending_signal = 0;
+                if (hold(tid, pending_signal)) held_[tid] = pending_signal;
                 else failed_.insert(tid);
             }
             if (!new_ones) break;
         }
     }
     ~HeldThreads() {
-        for (const pid_t tid : held_) ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+        // A thread that stopped for a signal on its way (a signal-delivery stop, not the
+        // interrupt's) gets it back: letting go must not swallow the user's Ctrl-C.
+        for (const auto& [tid, signal] : held_)
+            ::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<std::intptr_t>(signal)));
     }
     HeldThreads(const HeldThreads&) = delete;
     HeldThreads& operator=(const HeldThreads&) = delete;
 
-    const std::set<pid_t>& held() const { return held_; }
+    std::set<pid_t> held() const {
+        std::set<pid_t> tids;
+        for (const auto& entry : held_) tids.insert(entry.first);
+        return tids;
+    }
     const std::string& first_error() const { return first_error_; }
 
 private:
-    bool hold(pid_t tid) {
+    bool hold(pid_t tid, int& pending_signal) {
         if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) return note(tid, "PTRACE_SEIZE", errno);
         if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
             const int error = errno;
@@ -91,7 +101,10 @@ private:
             if (errno == EINTR) continue;
             return note(tid, "waitpid", errno);  // the thread ended meanwhile
         }
-        return WIFSTOPPED(status) || note(tid, "waitpid", ESRCH);
+        if (!WIFSTOPPED(status)) return note(tid, "waitpid", ESRCH);
+        // The interrupt's stop says PTRACE_EVENT_STOP; any other stop is a signal arriving.
+        if (status >> 16 != PTRACE_EVENT_STOP) pending_signal = WSTOPSIG(status);
+        return true;
     }
     bool note(pid_t tid, const char* what, int error) {
         if (first_error_.empty())
@@ -99,7 +112,7 @@ private:
         return false;
     }
 
-    std::set<pid_t> held_;
+    std::map<pid_t, int> held_;  // and the signal each must get back when let go
     std::set<pid_t> failed_;
     std::string first_error_;
 };

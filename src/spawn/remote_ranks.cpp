@@ -18,10 +18,13 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -225,8 +228,14 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
     std::map<std::string, std::string> marked = variables;
     marked.erase(worker_env_var);
     marked[stand_in_env_var] = fmt::format("{}@{}", rank, state.host);
-    StartedWorker started =
-        start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(), deadline);
+    int control[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, control) != 0)
+        throw SpawnError(fmt::format("mpify: cannot create the control socket of rank {}'s stand-in: {}", rank,
+                                     std::strerror(errno)));
+    UniqueFd callers_end(control[0]), stand_ins_end(control[1]);
+    StartedWorker started = start_worker(Spawner::exec, stand_in, relay, environment_with(marked), state.link.get(),
+                                         deadline, stand_ins_end.get());
+    started.control = std::move(callers_end);
     state.link.reset();  // the stand-in holds it now
     debug_line(fmt::format("rank {} on {}: worker and stand-in started {}", rank, state.host, since_start()));
     return started;

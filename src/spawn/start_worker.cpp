@@ -27,7 +27,8 @@ Spawner effective_spawner(Spawner requested) {
 }
 
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
-                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline) {
+                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
+                           int stdin_fd) {
     StartedWorker started;
     // The child's ends: they close when this function returns, once the worker holds them.
     UniqueFd child_channel, child_out, child_err, devnull;
@@ -60,6 +61,7 @@ StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay,
     spec.stdout_fd = relay == Relay::discard ? devnull.get() : child_out.get();
     spec.stderr_fd = child_err.get();
     spec.args_fd = shared_args_fd;
+    spec.stdin_fd = stdin_fd;
     spec.deadline = deadline;
     spec.own_process_group = true;  // stopping the rank stops what it started
     started.process = spawner == Spawner::exec ? spawn_by_exec(spec) : spawn_from_template(host, spec);

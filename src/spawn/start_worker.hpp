@@ -23,12 +23,17 @@ struct StartedWorker {
     UniqueFd channel;  ///< the caller's end of the worker's channel
     UniqueFd out;      ///< its stdout, with Relay::lines
     UniqueFd err;      ///< its stderr, unless Relay::inherit
+    /// A remote rank's stand-in: the caller's end of its control socket (its fd 0,
+    /// contract/process_contract.hpp); else closed.
+    UniqueFd control;
 };
 
 /// Starts a worker of `host` with environment `env` (the whole of it), its output as
-/// `relay` says, and `shared_args_fd` (or -1) as its fd 4; a warm template's answer is
-/// awaited until `deadline` at most (the call's timeout). Throws SpawnError.
+/// `relay` says, `shared_args_fd` (or -1) as its fd 4 and `stdin_fd` (or -1: /dev/null)
+/// as its fd 0; a warm template's answer is awaited until `deadline` at most (the call's
+/// timeout). Throws SpawnError.
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
-                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline);
+                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
+                           int stdin_fd = -1);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -5,6 +5,8 @@
 #include "common/posix.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
+#include "forensics/stack_collector.hpp"
+#include "forensics/stack_dump_format.hpp"
 #include "spawn/start_worker.hpp"
 #include "worker/shipped_library.hpp"
 
@@ -30,6 +32,8 @@ constexpr std::chrono::seconds start_patience{30};
 constexpr std::size_t most_queued = std::size_t(8) << 20;
 // How long the worker's last output and its end may take to leave once it has ended.
 constexpr std::chrono::seconds farewell_patience{10};
+// How long reading the worker's stacks may take here, out of the caller's limit.
+constexpr std::chrono::milliseconds agent_stack_limit = stack_collection_limit * 3 / 4;
 
 [[noreturn]] void link_failed(const std::string& caller, int rank, const std::string& why) {
     std::fprintf(stderr, "mpify agent (rank %d): the link to its caller at %s failed: %s\n", rank, caller.c_str(),
@@ -109,10 +113,30 @@ private:
                 break;
             }
             case LinkType::alive: break;
+            case LinkType::stacks_wanted: answer_where(); break;
             default:
                 throw std::runtime_error(fmt::format("the caller sent a message of type {} mid-call",
                                                      static_cast<int>(message.type)));
         }
+    }
+
+    // Reads where the worker is, here, within a part of the caller's limit (the rest is
+    // for the way back), and sends it as a stack dump. The relay waits meanwhile.
+    void answer_where() {
+        DumpedProcess dumped;
+        dumped.pid = worker_.process.pid;
+        if (reaped_) {
+            dumped.error = "not read: it had ended";
+        } else {
+            RankStack stack =
+                collect_stacks({{-1, {}, worker_.process.pid, 0, {}, nullptr}}, agent_stack_limit).front();
+            dumped.threads = std::move(stack.threads);
+            dumped.error = std::move(stack.unavailable);
+        }
+        std::string dump = format_stack_dump({dumped});
+        if (dump.size() > max_link_payload) dump.resize(max_link_payload);  // the rank's own thread comes first
+        to_link_.push(LinkType::stacks, dump);
+        heartbeat_.heard(Clock::now());  // the caller's beats waited in the socket meanwhile
     }
 
     // Moves what `fd` holds now to the link as `type` messages; closes it at its end.

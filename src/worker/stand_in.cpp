@@ -1,5 +1,6 @@
 #include "worker/stand_in.hpp"
 
+#include "common/byte_codec.hpp"
 #include "common/poll_set.hpp"
 #include "common/posix.hpp"
 #include "common/unique_fd.hpp"
@@ -32,7 +33,8 @@ constexpr std::size_t most_waiting = std::size_t(8) << 20;
 class StandIn {
 public:
     StandIn(std::string who, int signals) : who_(std::move(who)), signals_(signals) {
-        for (int fd : {STDOUT_FILENO, STDERR_FILENO, worker_channel_fd, stand_in_link_fd}) set_blocking(fd, false);
+        for (int fd : {stand_in_control_fd, STDOUT_FILENO, STDERR_FILENO, worker_channel_fd, stand_in_link_fd})
+            set_blocking(fd, false);
     }
 
     [[noreturn]] void run() {
@@ -56,6 +58,7 @@ private:
         fds.add(to_out_.empty() ? -1 : STDOUT_FILENO, POLLOUT);
         fds.add(to_err_.empty() ? -1 : STDERR_FILENO, POLLOUT);
         fds.add(signals_, POLLIN);
+        fds.add(control_open_ ? stand_in_control_fd : -1, POLLIN | (to_control_.empty() ? 0 : POLLOUT));
         fds.wait(heartbeat_.wake_at());
 
         if (fds.revents(0) & (POLLIN | POLLHUP | POLLERR))
@@ -65,6 +68,8 @@ private:
         if (fds.revents(3)) to_out_.flush(STDOUT_FILENO);
         if (fds.revents(4)) to_err_.flush(STDERR_FILENO);
         if (fds.revents(5)) forward_signals();
+        if (fds.revents(6) & (POLLIN | POLLHUP | POLLERR)) read_control();
+        if (fds.revents(6) & POLLOUT) to_control_.flush(stand_in_control_fd);
 
         const Clock::time_point now = Clock::now();
         if (heartbeat_.silent(now))
@@ -91,6 +96,12 @@ private:
             case LinkType::out: to_out_.append(message.payload); break;
             case LinkType::err: to_err_.append(message.payload); break;
             case LinkType::exited: end_ = decode_end(message.payload); break;
+            case LinkType::stacks: {
+                ByteWriter answer;
+                answer.str(message.payload);
+                to_control_.append(answer.take());
+                break;
+            }
             case LinkType::alive: break;
             default:
                 throw std::runtime_error(fmt::format("a message of type {} mid-call", static_cast<int>(message.type)));
@@ -104,6 +115,18 @@ private:
             return true;
         });
         if (end == DrainEnd::closed) channel_open_ = false;  // the caller is done sending (or gone)
+    }
+
+    // The caller asks where the rank is (a byte per question: questions that came
+    // together are one); the agent reads it and the answer comes back as `stacks`.
+    void read_control() {
+        bool asked = false;
+        const DrainEnd end = drain_available(stand_in_control_fd, [&](std::string_view) {
+            asked = true;
+            return true;
+        });
+        if (asked) to_link_.push(LinkType::stacks_wanted, {});
+        if (end == DrainEnd::closed) control_open_ = false;  // the caller is done (or gone)
     }
 
     void forward_signals() {
@@ -141,8 +164,9 @@ private:
     LinkReader reader_;
     LinkQueue to_link_;
     OutgoingBytes to_channel_, to_out_, to_err_;  // for fds 3, 1 and 2
+    OutgoingBytes to_control_;                     // answers for fd 0
     std::optional<WorkerEnd> end_;
-    bool channel_open_ = true, link_closed_ = false;
+    bool channel_open_ = true, link_closed_ = false, control_open_ = true;
     PollSet poll_set_;
     LinkHeartbeat heartbeat_;
 };

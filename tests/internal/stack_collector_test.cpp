@@ -82,7 +82,7 @@ TEST_CASE("a process that cannot be read is named with the reason", "[stacks]") 
     SECTION("another tracer holds it") {
         const pid_t child = start_waiting_child();
         REQUIRE(::ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0);  // none other may now
-        const std::vector<mpify::RankStack> stacks = collect_stacks({{7, "", child, 0, ""}}, 2000ms);
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{7, "", child, 0, "", nullptr}}, 2000ms);
         kill_and_reap(child);
         REQUIRE(stacks.size() == 1);
         CHECK(stacks[0].rank == 7);
@@ -93,18 +93,18 @@ TEST_CASE("a process that cannot be read is named with the reason", "[stacks]") 
     SECTION("it is gone") {
         const pid_t child = start_waiting_child();
         kill_and_reap(child);
-        const std::vector<mpify::RankStack> stacks = collect_stacks({{3, "", child, 0, ""}}, 2000ms);
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{3, "", child, 0, "", nullptr}}, 2000ms);
         CHECK_THAT(stacks[0].unavailable, Contains("it ended before its stack was read"));
     }
     SECTION("the limit passes first") {
         const pid_t child = start_waiting_child();
-        const std::vector<mpify::RankStack> stacks = collect_stacks({{1, "", child, 0, ""}}, 1ms);
+        const std::vector<mpify::RankStack> stacks = collect_stacks({{1, "", child, 0, "", nullptr}}, 1ms);
         kill_and_reap(child);
         CHECK(stacks[0].unavailable == "not read within 1 ms");
     }
     SECTION("a target named unreadable is not read") {
         const std::vector<mpify::RankStack> stacks =
-            collect_stacks({{2, "node2", 1, 0, "not read: on another machine"}}, 2000ms);
+            collect_stacks({{2, "node2", 1, 0, "not read: on another machine", nullptr}}, 2000ms);
         CHECK(stacks[0].host == "node2");
         CHECK(stacks[0].unavailable == "not read: on another machine");
     }
@@ -112,7 +112,7 @@ TEST_CASE("a process that cannot be read is named with the reason", "[stacks]") 
 
 TEST_CASE("a process is read with its threads, the one asked for first", "[stacks]") {
     const pid_t child = start_waiting_child();
-    const std::vector<mpify::RankStack> stacks = collect_stacks({{0, "", child, 0, ""}}, 2000ms);
+    const std::vector<mpify::RankStack> stacks = collect_stacks({{0, "", child, 0, "", nullptr}}, 2000ms);
     kill_and_reap(child);
     REQUIRE(stacks[0].unavailable.empty());
     REQUIRE(stacks[0].threads.size() == 1);

@@ -199,6 +199,9 @@ class Interrupts(KernelTest):
                                            "[rank 1] sleeping")
         self.assertEqual(error["ename"], "mpify::Interrupted")
         self.assertLess(took, 2.0)
+        # The first interrupt says where every rank was as it stopped them.
+        self.assertIn("where the ranks were:", error["evalue"])
+        self.assertIn("- rank 1: kernel_test::sleep_seconds(...) at ", error["evalue"])
         messages = self.assert_ok('std::printf("after %d\\n", mpify::ranch(2, kernel_test::sleep_seconds, 0).at(1));')
         self.assertIn("after 1", stream_text(messages))
 
@@ -207,6 +210,7 @@ class Interrupts(KernelTest):
                                            "[rank 1] first round done")
         self.assertEqual(error["ename"], "mpify::Interrupted")
         self.assertLess(took, 2.0)
+        self.assertIn("- rank 1: kernel_test::all_reduce_for(...) at ", error["evalue"])
         self.assert_ok('std::printf("ok\\n");')
 
 
