@@ -1,6 +1,7 @@
 #include "spawn/library_shipping.hpp"
 
 #include "common/content_hash.hpp"
+#include "common/file_version.hpp"
 #include "common/posix.hpp"
 #include "common/unique_fd.hpp"
 
@@ -14,20 +15,11 @@
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
-#include <tuple>
 
 #include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
-
-// A version of a file as stat tells it: a file rewritten in place (load_source renames a
-// new one over the old) differs in one of these.
-using FileVersion = std::tuple<dev_t, ino_t, off_t, std::int64_t, long>;
-
-FileVersion version_of(const struct stat& info) {
-    return {info.st_dev, info.st_ino, info.st_size, info.st_mtim.tv_sec, info.st_mtim.tv_nsec};
-}
 
 struct KnownOffer {
     FileVersion version;
@@ -71,15 +63,15 @@ std::uint64_t send_library_bytes(int link, const LibraryOffer& offer, Clock::tim
 }  // namespace
 
 LibraryOffer offer_library(const std::string& path) {
-    const FileVersion version = version_of(stat_of(path));
+    const FileVersion version = FileVersion::of(stat_of(path));
     {
         const std::lock_guard<std::mutex> hold(known_offers_lock);
         const auto known = known_offers().find(path);
         if (known != known_offers().end() && known->second.version == version) return known->second.offer;
     }
-    LibraryOffer offer{path, static_cast<std::uint64_t>(std::get<2>(version)), content_hash_of_file(path)};
+    LibraryOffer offer{path, version.size, content_hash_of_file(path)};
     // Hashed while it changed: offered as it is now, and not remembered.
-    if (version_of(stat_of(path)) != version) return offer;
+    if (FileVersion::of(stat_of(path)) != version) return offer;
     const std::lock_guard<std::mutex> hold(known_offers_lock);
     known_offers()[path] = {version, offer};
     return offer;

@@ -4,6 +4,7 @@
 #include "common/posix.hpp"
 #include "common/private_cache.hpp"
 #include "common/unique_fd.hpp"
+#include "worker/remembered_hash.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,7 +35,7 @@ bool holds_offered_bytes(const std::string& path, const LibraryOffer& offer, boo
         static_cast<std::uint64_t>(info.st_size) != offer.size)
         return false;
     try {
-        return content_hash_of_file(path) == offer.hash;
+        return remembered_content_hash(path) == offer.hash;
     } catch (const std::system_error&) {
         return false;  // unreadable here: as good as absent
     }

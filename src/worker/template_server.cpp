@@ -1,5 +1,6 @@
 #include "worker/template_server.hpp"
 
+#include "common/file_version.hpp"
 #include "common/posix.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/template_protocol.hpp"
@@ -28,20 +29,9 @@ extern char** environ;
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// What a library file was when the template loaded it: a rebuilt file (new inode, size
-// or time) must not be served from the old copy.
-struct FileIdentity {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = 0;
-    timespec modified{};
-    bool operator==(const FileIdentity& o) const {
-        return device == o.device && inode == o.inode && size == o.size && modified.tv_sec == o.modified.tv_sec &&
-               modified.tv_nsec == o.modified.tv_nsec;
-    }
-};
-
-std::map<std::string, FileIdentity> loaded_libraries;
+// What each library file was when the template loaded it: a rebuilt file must not be
+// served from the old copy.
+std::map<std::string, FileVersion> loaded_libraries;
 
 // The process name (as ps shows it) the template had before it called itself
 // mpify-template; each worker takes it back, as an exec'd worker would have it.
@@ -51,7 +41,7 @@ TemplateReply load_library(const std::string& path) {
     struct stat info{};
     if (::stat(path.c_str(), &info) != 0)
         return {TemplateStatus::failed, -1, fmt::format("cannot find {}: {}", path, std::strerror(errno))};
-    const FileIdentity now{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
+    const FileVersion now = FileVersion::of(info);
     const auto known = loaded_libraries.find(path);
     if (known != loaded_libraries.end()) {
         if (known->second == now) return {};

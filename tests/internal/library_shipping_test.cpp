@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -186,6 +187,46 @@ TEST_CASE("a library that changes while it travels is refused by the agent, whic
     const Exchange open_cache = offer_to_agent(offer_library(library.string()), nowhere);
     CHECK_THAT(open_cache.caller_error, Contains("refusing the cache folder") && Contains(cache.string()) &&
                                             Contains("other users can write to it"));
+}
+
+TEST_CASE("an agent remembers a library's hash while the file stays the same version, and not a moment longer",
+          "[shipping]") {
+    Folder folder;
+    const fs::path cache = folder.path / "cache";
+    const ScopedEnvironment cache_variable({{"MPIFY_CACHE_DIR", cache.string()}});
+    const std::string bytes = library_bytes(300'000, 3);
+    const fs::path library = folder.path / "libfunctions.so";
+    write_file(library, bytes);
+    const LibraryOffer offer = offer_library(library.string());
+
+    CHECK(offer_to_agent(offer, library.string()).delivery.here.how == LibraryHere::at_its_path);
+    const std::vector<std::string> records = names_in(cache / "hashes");
+    REQUIRE(records.size() == 1);
+    const fs::path record = cache / "hashes" / records.front();
+    CHECK(mode_of(record) == 0600);
+    CHECK(mode_of(cache / "hashes") == 0700);
+    const std::string remembered = read_file(record);
+    CHECK_THAT(remembered, Contains(hex_digits(offer.hash)));
+
+    // What the record says is what the agent goes by while the file is unchanged: a
+    // record of another hash makes it send for the library.
+    std::string other = remembered;
+    other.replace(other.find(hex_digits(offer.hash)), 4, "0000");
+    fs::permissions(record, fs::perms::owner_write, fs::perm_options::add);
+    write_file(record, other);
+    CHECK(offer_to_agent(offer, library.string()).delivery.here.how == LibraryHere::shipped);
+
+    // Rewritten in place with the same size and its modification time put back: the
+    // change time tells, and the agent hashes it again.
+    write_file(record, remembered);
+    struct stat before{};
+    REQUIRE(::stat(library.c_str(), &before) == 0);
+    write_file(library, library_bytes(bytes.size(), 4));
+    const timespec times[2] = {before.st_atim, before.st_mtim};
+    REQUIRE(::utimensat(AT_FDCWD, library.c_str(), times, 0) == 0);
+    const Exchange rewritten = offer_to_agent(offer, library.string());
+    CHECK(rewritten.delivery.here.how == LibraryHere::in_cache);  // the shipped copy, not the changed file
+    CHECK_THAT(read_file(record), !Contains(hex_digits(offer.hash)));  // remembered anew
 }
 
 TEST_CASE("the link's library messages are read back as written, and malformed ones are refused", "[shipping]") {
