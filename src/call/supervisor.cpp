@@ -17,10 +17,16 @@
 #include <cstdint>
 #include <cstring>
 #include <fmt/format.h>
+#include <system_error>
 
 #include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace {
+
+constexpr std::chrono::milliseconds stacks_poll_interval{10};
+
+}  // namespace
 
 struct Supervisor::Worker {
     int rank;
@@ -112,7 +118,7 @@ void Supervisor::publish_running_ranks() {
     running_workers_ = std::move(running);
 }
 
-void Supervisor::read_stacks_before_stopping(const Worker* except) {
+void Supervisor::start_reading_stacks(const Worker* except) {
     if (!options_.stacks || stacks_read_) return;
     stacks_read_ = true;
     publish_running_ranks();
@@ -122,21 +128,45 @@ void Supervisor::read_stacks_before_stopping(const Worker* except) {
                                      [&](const StackTarget& t) { return t.rank == except->rank; }),
                       targets.end());
     if (targets.empty()) return;
-    std::vector<RankStack> stacks = collect_stacks(targets, stack_collection_limit);
+    try {
+        reading_ =
+            std::async(std::launch::async, [targets] { return collect_stacks(targets, stack_collection_limit); });
+        read_targets_ = std::move(targets);
+    } catch (const std::system_error&) {
+        // No thread to read them with: the report goes without stacks.
+    }
+}
+
+void Supervisor::finish_reading_stacks() {
+    std::vector<RankStack> stacks = reading_.get();
     // The caller's rank that returned meanwhile (it saw the interrupt, its collective
     // broke) was read on its way out, past its function: that says nothing of where it was.
-    const auto own =
-        std::find_if(targets.begin(), targets.end(), [](const StackTarget& t) { return t.pid == ::getpid(); });
+    const auto own = std::find_if(read_targets_.begin(), read_targets_.end(),
+                                  [](const StackTarget& t) { return t.pid == ::getpid(); });
     bool own_rank_running = false;
     {
         const std::lock_guard<std::mutex> lock(running_lock_);
         own_rank_running = own_rank_.has_value();
     }
-    if (own != targets.end() && !own_rank_running)
+    if (own != read_targets_.end() && !own_rank_running)
         stacks.erase(std::remove_if(stacks.begin(), stacks.end(),
                                     [&](const RankStack& s) { return s.rank == own->rank; }),
                      stacks.end());
     failures_.add_stacks(std::move(stacks));
+    read_targets_.clear();
+    if (stop_after_reading_) {
+        stop_after_reading_ = false;
+        stop_everyone();
+    }
+}
+
+void Supervisor::stop_everyone() {
+    if (reading_.valid()) {
+        stop_after_reading_ = true;
+        return;
+    }
+    interrupts_.mark_stopping();  // the caller's rank stops waiting for its peers
+    stop_all();
 }
 
 void Supervisor::request_stop() noexcept { wake_.notify(); }
@@ -150,6 +180,7 @@ std::optional<std::string> Supervisor::take_result(int rank) {
 void Supervisor::run() noexcept {
     try {
         while (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return !w->exited(); })) poll_once();
+        if (reading_.valid()) finish_reading_stacks();  // every rank ended while it was read
         caller_streams_.drain(deadline_, [this] { return interrupts_.interrupted(); });
     } catch (...) {
         // Out of memory or the like: make sure nothing survives, the destructor reaps.
@@ -191,6 +222,9 @@ void Supervisor::poll_once() {
 
     std::optional<Clock::time_point> wake_at;
     if (deadline_ && !failures_.timed_out()) wake_at = deadline_;
+    // While stacks are read on another thread, this one goes on noticing what the ranks
+    // do (a death counts from when it is noticed), and looks now and then for the end.
+    if (reading_.valid()) wake_at = sooner(wake_at, Clock::now() + stacks_poll_interval);
     for (auto& w : workers_)
         if (w->phase == WorkerPhase::terminating) wake_at = sooner(wake_at, w->kill_due);
     // No eventfd for interrupts (every slot taken): look at the counter now and then.
@@ -200,8 +234,8 @@ void Supervisor::poll_once() {
     if (fds.wait(wake_at) > 0) {
         if (fds.revents(0) & POLLIN) {  // the caller's rank failed
             wake_.clear();
-            read_stacks_before_stopping();
-            stop_all();
+            start_reading_stacks();
+            stop_everyone();
         }
         if (fds.revents(1) & POLLIN) interrupts_.clear_wakeup();
         if (fds.revents(2)) caller_streams_.write_ready(Stream::out);
@@ -223,6 +257,8 @@ void Supervisor::poll_once() {
     }
     if (!failures_.interrupted() && interrupts_.interrupted()) on_interrupt();
     if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
+    if (reading_.valid() && reading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+        finish_reading_stacks();
     escalate();
 }
 
@@ -380,12 +416,11 @@ void Supervisor::reap(Worker& w) {
 
 void Supervisor::fail(Worker& w, RankFailure failure, std::optional<Clock::time_point> when) {
     // The first failure: where the others are, before anything tells them to stop.
-    if (!failures_.any_failure() && !failures_.timed_out() && !failures_.interrupted()) read_stacks_before_stopping(&w);
+    if (!failures_.any_failure() && !failures_.timed_out() && !failures_.interrupted()) start_reading_stacks(&w);
     w.failed = true;
     failure.host = w.host;
     failures_.add(std::move(failure), when.value_or(Clock::now()));
-    interrupts_.mark_stopping();  // the caller's rank stops waiting for its peers
-    stop_all();  // one rank failed: the others cannot finish a collective job
+    stop_everyone();  // one rank failed: the others cannot finish a collective job
 }
 
 void Supervisor::stop(Worker& w) {
@@ -409,9 +444,8 @@ void Supervisor::stop_all() {
 }
 
 void Supervisor::on_deadline() {
-    read_stacks_before_stopping();
+    start_reading_stacks();
     failures_.mark_timed_out();
-    interrupts_.mark_stopping();
     for (auto& w : workers_) {
         if (w->exited() || w->failed || w->result) continue;
         RankFailure failure;
@@ -422,13 +456,13 @@ void Supervisor::on_deadline() {
         w->failed = true;
         failures_.add(std::move(failure), Clock::now());
     }
-    stop_all();
+    stop_everyone();
 }
 
 void Supervisor::on_interrupt() {
-    read_stacks_before_stopping();
+    start_reading_stacks();
     failures_.mark_interrupted();
-    stop_all();
+    stop_everyone();
 }
 
 void Supervisor::escalate() {

@@ -20,6 +20,7 @@
 
 #include <mpify/options.hpp>
 
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,9 +84,14 @@ private:
     void stop(Worker& w);
     /// Sends the step's signal and moves `w` to the step's phase.
     void take_stop_step(Worker& w, const StopPlan::Step& step);
-    /// Options::stacks: where the ranks still running are (all but `except`), before the
-    /// call stops them; for the failure report. Once per call.
-    void read_stacks_before_stopping(const Worker* except = nullptr);
+    /// Options::stacks: begins reading where the ranks still running are (all but
+    /// `except`), on another thread, for the failure report. Once per call.
+    void start_reading_stacks(const Worker* except = nullptr);
+    /// Takes what the reading found, then stops the ranks if that waited for it.
+    void finish_reading_stacks();
+    /// Tells the caller's rank to stop waiting and stops every worker: now, or once their
+    /// stacks are read (a rank stopped first would be read on its way out).
+    void stop_everyone();
     /// Keeps the list running_ranks() reads up to date (after a worker came or went).
     void publish_running_ranks();
     void on_deadline();
@@ -102,6 +108,9 @@ private:
     std::string channel_buffer_ = std::string(1 << 20, '\0');  // reused by every read
     PollSet poll_set_;  // reused by every round
     bool stacks_read_ = false;
+    std::future<std::vector<RankStack>> reading_;  // while stacks are being read
+    std::vector<StackTarget> read_targets_;
+    bool stop_after_reading_ = false;
     // What running_ranks() gives other threads: written by the supervisor and by the
     // caller's rank's thread, read by any, under the lock.
     mutable std::mutex running_lock_;
