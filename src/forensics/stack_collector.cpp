@@ -2,7 +2,6 @@
 
 #include "common/byte_codec.hpp"
 #include "common/clock.hpp"
-#include "common/environment_list.hpp"
 #include "common/posix.hpp"
 #include "forensics/stack_dump_format.hpp"
 #include "spawn/command_output.hpp"
@@ -141,7 +140,10 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
         LaunchSpec spec;
         spec.executable = *program;
         spec.argv = {"mpify-stacks", std::to_string(targets[i].pid)};
-        spec.env = environment_with({});
+        // No environment: reading the caller's while another thread sets a variable (the
+        // caller's rank restoring its own) would race, and the reader needs none (nor
+        // DEBUGINFOD_URLS: it looks for debug information on this machine only).
+        spec.env = {};
         readers.push_back(std::move(spec));
         read.push_back(i);
         reads_this_process = reads_this_process || targets[i].pid == ::getpid();
