@@ -92,27 +92,31 @@ void Supervisor::own_rank_ended() noexcept {
 
 std::vector<StackTarget> Supervisor::running_ranks() const {
     const std::lock_guard<std::mutex> lock(running_lock_);
-    std::vector<StackTarget> running = running_workers_;
+    std::vector<StackTarget> running;
+    for (const RunningWorker& listed : running_workers_) {
+        StackTarget target = listed.target;
+        // The pid is the rank's stand-in's: the rank is read on its machine, asked through
+        // the stand-in (a dup of its socket, valid while the workers are: they are not
+        // destroyed before this call is unlisted).
+        if (listed.control_fd >= 0) {
+            const int copy = ::fcntl(listed.control_fd, F_DUPFD_CLOEXEC, 0);
+            if (copy >= 0) target.control = std::make_shared<UniqueFd>(copy);
+            else target.unreadable = "not read: no fd left to ask its stand-in";
+        }
+        running.push_back(std::move(target));
+    }
     if (own_rank_) running.push_back(*own_rank_);
     std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
     return running;
 }
 
 void Supervisor::publish_running_ranks() {
-    std::vector<StackTarget> running;
+    std::vector<RunningWorker> running;
     for (const auto& w : workers_) {
         if (w->exited() || w->failed || w->result || w->phase != WorkerPhase::running) continue;
-        StackTarget target{w->rank, w->host, w->process.pid, 0, {}, nullptr};
-        // The pid here is the rank's stand-in's: the rank is read on its machine, asked
-        // through the stand-in (a dup of its socket: the worker's own closes with it).
-        if (w->control) {
-            const int copy = ::fcntl(w->control.get(), F_DUPFD_CLOEXEC, 0);
-            if (copy >= 0) target.control = std::make_shared<UniqueFd>(copy);
-            else target.unreadable = "not read: no fd left to ask its stand-in";
-        } else if (!w->host.empty()) {
-            target.unreadable = "not read: its stand-in has no control socket";
-        }
-        running.push_back(std::move(target));
+        RunningWorker listed{{w->rank, w->host, w->process.pid, 0, {}, nullptr}, w->control.get()};
+        if (!w->control && !w->host.empty()) listed.target.unreadable = "not read: its stand-in has no control socket";
+        running.push_back(std::move(listed));
     }
     const std::lock_guard<std::mutex> lock(running_lock_);
     running_workers_ = std::move(running);
@@ -128,10 +132,16 @@ void Supervisor::start_reading_stacks(const Worker* except) {
                                      [&](const StackTarget& t) { return t.rank == except->rank; }),
                       targets.end());
     if (targets.empty()) return;
+    {
+        const std::lock_guard<std::mutex> lock(running_lock_);
+        own_rank_read_.reset();
+        if (own_rank_ && std::any_of(targets.begin(), targets.end(),
+                                     [&](const StackTarget& t) { return t.rank == own_rank_->rank; }))
+            own_rank_read_ = own_rank_->rank;
+    }
     try {
         reading_ =
             std::async(std::launch::async, [targets] { return collect_stacks(targets, stack_collection_limit); });
-        read_targets_ = std::move(targets);
     } catch (const std::system_error&) {
         // No thread to read them with: the report goes without stacks.
     }
@@ -141,19 +151,16 @@ void Supervisor::finish_reading_stacks() {
     std::vector<RankStack> stacks = reading_.get();
     // The caller's rank that returned meanwhile (it saw the interrupt, its collective
     // broke) was read on its way out, past its function: that says nothing of where it was.
-    const auto own = std::find_if(read_targets_.begin(), read_targets_.end(),
-                                  [](const StackTarget& t) { return t.pid == ::getpid(); });
     bool own_rank_running = false;
     {
         const std::lock_guard<std::mutex> lock(running_lock_);
         own_rank_running = own_rank_.has_value();
     }
-    if (own != read_targets_.end() && !own_rank_running)
+    if (own_rank_read_ && !own_rank_running)
         stacks.erase(std::remove_if(stacks.begin(), stacks.end(),
-                                    [&](const RankStack& s) { return s.rank == own->rank; }),
+                                    [&](const RankStack& s) { return s.rank == *own_rank_read_; }),
                      stacks.end());
     failures_.add_stacks(std::move(stacks));
-    read_targets_.clear();
     if (stop_after_reading_) {
         stop_after_reading_ = false;
         stop_everyone();
@@ -190,11 +197,23 @@ void Supervisor::run() noexcept {
     }
 }
 
+// What an fd of the poll set is, past the supervisor's own four.
+struct Supervisor::Watch {
+    Worker* worker;
+    enum What { pid, channel, out, err } what;
+};
+
 void Supervisor::poll_once() {
-    struct Watch {
-        Worker* worker;
-        enum What { pid, channel, out, err } what;
-    };
+    std::vector<Watch> watches = fill_poll_set();
+    if (poll_set_.wait(next_wake_time()) > 0) handle_ready_fds(watches);
+    if (!failures_.interrupted() && interrupts_.interrupted()) on_interrupt();
+    if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
+    if (reading_.valid() && reading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+        finish_reading_stacks();
+    escalate();
+}
+
+std::vector<Supervisor::Watch> Supervisor::fill_poll_set() {
     // fds[0]: request_stop(); fds[1]: request_interrupt() (-1 once handled: poll skips it);
     // fds[2], fds[3]: the caller's stdout and stderr, while lines wait for them (else -1).
     const bool watching_interrupts = !failures_.interrupted() && interrupts_.fd() >= 0;
@@ -205,7 +224,6 @@ void Supervisor::poll_once() {
     fds.add(caller_streams_.fd_to_watch(Stream::out), POLLOUT);
     fds.add(caller_streams_.fd_to_watch(Stream::err), POLLOUT);
     std::vector<Watch> watches(fds.size(), Watch{nullptr, Watch::pid});
-    constexpr std::size_t first_worker_fd = 4;
     // A full queue for the caller's streams: the workers' output waits in their pipes.
     const bool reading_output = !caller_streams_.full();
     auto watch = [&](Worker& w, Watch::What what, int fd, short events) {
@@ -219,7 +237,10 @@ void Supervisor::poll_once() {
         if (w->out && reading_output) watch(*w, Watch::out, w->out.get(), POLLIN);
         if (w->err && reading_output) watch(*w, Watch::err, w->err.get(), POLLIN);
     }
+    return watches;
+}
 
+std::optional<Clock::time_point> Supervisor::next_wake_time() const {
     std::optional<Clock::time_point> wake_at;
     if (deadline_ && !failures_.timed_out()) wake_at = deadline_;
     // While stacks are read on another thread, this one goes on noticing what the ranks
@@ -230,36 +251,34 @@ void Supervisor::poll_once() {
     // No eventfd for interrupts (every slot taken): look at the counter now and then.
     if (!failures_.interrupted() && interrupts_.fd() < 0)
         wake_at = sooner(wake_at, Clock::now() + std::chrono::milliseconds(InterruptWatch::poll_interval_ms));
+    return wake_at;
+}
 
-    if (fds.wait(wake_at) > 0) {
-        if (fds.revents(0) & POLLIN) {  // the caller's rank failed
-            wake_.clear();
-            start_reading_stacks();
-            stop_everyone();
-        }
-        if (fds.revents(1) & POLLIN) interrupts_.clear_wakeup();
-        if (fds.revents(2)) caller_streams_.write_ready(Stream::out);
-        if (fds.revents(3)) caller_streams_.write_ready(Stream::err);
-        for (std::size_t i = first_worker_fd; i < fds.size(); ++i) {
-            if (fds.revents(i) == 0) continue;
-            Worker& w = *watches[i].worker;
-            if (w.exited()) continue;
-            switch (watches[i].what) {
-                case Watch::pid: reap(w); break;
-                case Watch::channel:
-                    if (fds.revents(i) & POLLOUT) write_channel(w);
-                    if (fds.revents(i) & (POLLIN | POLLHUP | POLLERR)) read_channel(w);
-                    break;
-                case Watch::out: read_stream(w, Stream::out); break;
-                case Watch::err: read_stream(w, Stream::err); break;
-            }
+void Supervisor::handle_ready_fds(const std::vector<Watch>& watches) {
+    constexpr std::size_t first_worker_fd = 4;
+    const PollSet& fds = poll_set_;
+    if (fds.revents(0) & POLLIN) {  // the caller's rank failed
+        wake_.clear();
+        start_reading_stacks();
+        stop_everyone();
+    }
+    if (fds.revents(1) & POLLIN) interrupts_.clear_wakeup();
+    if (fds.revents(2)) caller_streams_.write_ready(Stream::out);
+    if (fds.revents(3)) caller_streams_.write_ready(Stream::err);
+    for (std::size_t i = first_worker_fd; i < fds.size(); ++i) {
+        if (fds.revents(i) == 0) continue;
+        Worker& w = *watches[i].worker;
+        if (w.exited()) continue;
+        switch (watches[i].what) {
+            case Watch::pid: reap(w); break;
+            case Watch::channel:
+                if (fds.revents(i) & POLLOUT) write_channel(w);
+                if (fds.revents(i) & (POLLIN | POLLHUP | POLLERR)) read_channel(w);
+                break;
+            case Watch::out: read_stream(w, Stream::out); break;
+            case Watch::err: read_stream(w, Stream::err); break;
         }
     }
-    if (!failures_.interrupted() && interrupts_.interrupted()) on_interrupt();
-    if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
-    if (reading_.valid() && reading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-        finish_reading_stacks();
-    escalate();
 }
 
 void Supervisor::read_stream(Worker& w, Stream stream) {

@@ -67,7 +67,14 @@ public:
 
 private:
     struct Worker;
+    struct Watch;
+    /// One round: waits for what the poll set watches (or the next timer) and handles it.
     void poll_once();
+    /// Fills poll_set_ for a round; what each worker fd is.
+    std::vector<Watch> fill_poll_set();
+    /// The deadline, a terminating rank's SIGKILL, the next look at a pending reading...
+    std::optional<Clock::time_point> next_wake_time() const;
+    void handle_ready_fds(const std::vector<Watch>& watches);
     void read_stream(Worker& w, Stream stream);
     // Ends a worker's stream: its relay emits what is left (a last line without a newline)
     // and the pipe is closed. Once per stream.
@@ -109,12 +116,16 @@ private:
     PollSet poll_set_;  // reused by every round
     bool stacks_read_ = false;
     std::future<std::vector<RankStack>> reading_;  // while stacks are being read
-    std::vector<StackTarget> read_targets_;
+    std::optional<int> own_rank_read_;  // the caller's rank, if the reading includes it
     bool stop_after_reading_ = false;
     // What running_ranks() gives other threads: written by the supervisor and by the
     // caller's rank's thread, read by any, under the lock.
     mutable std::mutex running_lock_;
-    std::vector<StackTarget> running_workers_;
+    struct RunningWorker {
+        StackTarget target;
+        int control_fd = -1;  // a remote rank's stand-in's, owned by its Worker
+    };
+    std::vector<RunningWorker> running_workers_;
     std::optional<StackTarget> own_rank_;
 };
 

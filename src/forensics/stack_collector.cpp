@@ -3,11 +3,11 @@
 #include "common/byte_codec.hpp"
 #include "common/clock.hpp"
 #include "common/posix.hpp"
+#include "common/read_until.hpp"
 #include "forensics/stack_dump_format.hpp"
 #include "spawn/command_output.hpp"
 #include "spawn/worker_host.hpp"
 
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -65,20 +65,17 @@ bool ask_stand_in(int control) {
 // The stand-in's answer: a u32 size, then the dump; nullopt if it has not come by `deadline`.
 std::optional<std::string> stand_in_answer(int control, Clock::time_point deadline) {
     std::string bytes;
-    char buffer[65536];
-    for (;;) {
-        if (bytes.size() >= 4) {
-            ByteReader<std::runtime_error> header(std::string_view(bytes).substr(0, 4), "a stand-in's answer");
-            const std::uint32_t size = header.u32("its size");
-            if (bytes.size() >= 4 + std::size_t(size)) return bytes.substr(4, size);
-        }
-        pollfd readable{control, POLLIN, 0};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0 || ::poll(&readable, 1, static_cast<int>(left)) <= 0) return std::nullopt;
-        const ReadResult got = read_some(control, buffer, sizeof buffer);
-        if (got.kind == ReadResult::end_of_file || got.kind == ReadResult::error) return std::nullopt;
-        if (got.kind == ReadResult::bytes) bytes.append(buffer, got.size);
-    }
+    std::optional<std::string> answer;
+    read_until_done({control}, deadline, [&](std::size_t, std::string_view piece) {
+        bytes.append(piece);
+        if (bytes.size() < 4) return true;
+        ByteReader<std::runtime_error> header(std::string_view(bytes).substr(0, 4), "a stand-in's answer");
+        const std::uint32_t size = header.u32("its size");
+        if (bytes.size() < 4 + std::size_t(size)) return true;
+        answer = bytes.substr(4, size);
+        return false;
+    });
+    return answer;
 }
 
 RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
@@ -105,26 +102,21 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     return stack;
 }
 
-}  // namespace
-
-std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, std::chrono::milliseconds limit) {
-    std::vector<RankStack> stacks(targets.size());
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-        stacks[i].rank = targets[i].rank;
-        stacks[i].host = targets[i].host;
-        stacks[i].unavailable = targets[i].unreadable;
-    }
-    const Clock::time_point deadline = Clock::now() + limit;
-    // One reading at a time in this process: a stand-in's socket carries one answer.
-    static std::mutex one_reading;
-    const std::lock_guard<std::mutex> lock(one_reading);
-    // Ranks on other machines: asked first, read there while the others are read here.
+// Asks the stand-in of each remote target to have its rank read on its machine; the
+// targets asked, whose answers read_remote_answers() takes.
+std::vector<std::size_t> ask_remote_targets(const std::vector<StackTarget>& targets, std::vector<RankStack>& stacks) {
     std::vector<std::size_t> asked;
     for (std::size_t i = 0; i < targets.size(); ++i) {
         if (!targets[i].unreadable.empty() || !targets[i].control) continue;
         if (ask_stand_in(targets[i].control->get())) asked.push_back(i);
         else stacks[i].unavailable = "not read: its stand-in had ended";
     }
+    return asked;
+}
+
+// Reads every local target with an mpify-stacks of its own, all at once, within `limit`.
+void read_local_targets(const std::vector<StackTarget>& targets, std::chrono::milliseconds limit,
+                        std::vector<RankStack>& stacks) {
     const std::optional<std::string> program = find_mpify_program("mpify-stacks");
     std::vector<LaunchSpec> readers;
     std::vector<std::size_t> read;  // the targets the readers are for
@@ -148,21 +140,25 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
         read.push_back(i);
         reads_this_process = reads_this_process || targets[i].pid == ::getpid();
     }
-    if (!readers.empty()) {
-        const SelfTracingAllowed allowed(reads_this_process);
-        std::vector<CommandOutput> outputs;
-        try {
-            outputs = programs_output(std::move(readers), limit, kept_dump_bytes);
-        } catch (const std::exception& e) {
-            for (const std::size_t i : read) stacks[i].unavailable = fmt::format("not read: {}", e.what());
-        }
-        for (std::size_t k = 0; k < outputs.size(); ++k) {
-            stacks[read[k]] = stack_from(targets[read[k]], outputs[k]);
-            if (!stacks[read[k]].threads.empty() || outputs[k].succeeded) continue;
-            if (outputs[k].how.rfind("no answer", 0) == 0)
-                stacks[read[k]].unavailable = fmt::format("not read within {} ms", limit.count());
-        }
+    if (readers.empty()) return;
+    const SelfTracingAllowed allowed(reads_this_process);
+    std::vector<CommandOutput> outputs;
+    try {
+        outputs = programs_output(std::move(readers), limit, kept_dump_bytes);
+    } catch (const std::exception& e) {
+        for (const std::size_t i : read) stacks[i].unavailable = fmt::format("not read: {}", e.what());
     }
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        stacks[read[k]] = stack_from(targets[read[k]], outputs[k]);
+        if (!stacks[read[k]].threads.empty() || outputs[k].succeeded) continue;
+        if (outputs[k].how.rfind("no answer", 0) == 0)
+            stacks[read[k]].unavailable = fmt::format("not read within {} ms", limit.count());
+    }
+}
+
+// Takes the answers of the stand-ins asked, each by `deadline`.
+void read_remote_answers(const std::vector<StackTarget>& targets, const std::vector<std::size_t>& asked,
+                         Clock::time_point deadline, std::chrono::milliseconds limit, std::vector<RankStack>& stacks) {
     for (const std::size_t i : asked) {
         std::optional<std::string> answer;
         try {
@@ -178,6 +174,25 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
         output.output = std::move(*answer);
         stacks[i] = stack_from(targets[i], output);
     }
+}
+
+}  // namespace
+
+std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, std::chrono::milliseconds limit) {
+    std::vector<RankStack> stacks(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        stacks[i].rank = targets[i].rank;
+        stacks[i].host = targets[i].host;
+        stacks[i].unavailable = targets[i].unreadable;
+    }
+    const Clock::time_point deadline = Clock::now() + limit;
+    // One reading at a time in this process: a stand-in's socket carries one answer.
+    static std::mutex one_reading;
+    const std::lock_guard<std::mutex> lock(one_reading);
+    // Ranks on other machines are asked first, and read there while the others are read here.
+    const std::vector<std::size_t> asked = ask_remote_targets(targets, stacks);
+    read_local_targets(targets, limit, stacks);
+    read_remote_answers(targets, asked, deadline, limit, stacks);
     return stacks;
 }
 
