@@ -356,4 +356,36 @@ std::vector<std::string> listening_addresses() {
 }
 MPIFY_REGISTER(listening_addresses);
 
+__attribute__((noinline)) void spin_after_skipping() {
+    volatile unsigned long turns = 0;
+    for (;;) turns = turns + 1;  // until the call stops this rank
+}
+
+int skip_one_all_reduce(int skipping_rank) {
+    for (int step = 0; step < 5; ++step) {
+        at::Tensor loss = torch::full({1}, float(step));
+        if (step == 2 && mpify::ddp::rank() == skipping_rank) spin_after_skipping();  // the bug
+        mpify::ddp::all_reduce(loss);
+    }
+    return mpify::ddp::rank();
+}
+MPIFY_REGISTER(skip_one_all_reduce);
+
+std::string mismatched_call(std::string how) {
+    const std::int64_t n = 1 << 20;
+    at::Tensor t = torch::ones({mpify::ddp::rank() == 1 && how == "size" ? 2 * n : n});
+    try {
+        if (mpify::ddp::rank() == 1 && how == "operation") mpify::ddp::broadcast(t, 0);
+        else mpify::ddp::all_reduce(t);
+        mpify::ddp::barrier();  // a rank whose call ended all the same is told here
+    } catch (const std::exception& e) {
+        const std::string said = e.what();
+        if (said.find("made different collective calls") == std::string::npos)
+            throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " was told: " + said);
+        return said;
+    }
+    throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " was told nothing");
+}
+MPIFY_REGISTER(mismatched_call);
+
 }  // namespace ddp_test

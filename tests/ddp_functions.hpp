@@ -65,6 +65,13 @@ std::vector<std::string> collectives_wrong_on_this_rank();
 /// was told (" | " between the two). A rank other than 0 not told that the ranks called
 /// different collectives throws.
 std::string mismatched_all_reduce();
+/// In a group, a training loop of all-reduces in which rank `skipping_rank` skips the
+/// third and then spins in a function of its own (spin_after_skipping) until stopped.
+int skip_one_all_reduce(int skipping_rank);
+/// Rank 0 all-reduces 1 Mi floats; rank 1 all-reduces 2 Mi ("size") or broadcasts the
+/// 1 Mi ("operation"), then both meet at a barrier. What rank 0 was told; a rank not told that the ranks made
+/// different collective calls throws.
+std::string mismatched_call(std::string how);
 /// In a group: rank `silent_rank` says "silent" and never takes part in a collective
 /// (until it is stopped); the others all-reduce 1 MiB, waiting for it.
 int all_reduce_beside_a_silent_rank(int silent_rank);

@@ -27,6 +27,29 @@ struct MPIFY_API ThreadStack {
     std::vector<StackFrame> frames;  ///< innermost first
 };
 
+/// One collective call of a rank, from mpify's record of its process group's calls (the
+/// flight recorder: the last 64 each rank entered, kept in its memory and read with its
+/// stack). Calls made through mpify (its ddp helpers, DistributedDataParallel,
+/// SyncBatchNorm...) are recorded; calls made on the c10d group directly are not.
+struct MPIFY_API CollectiveCall {
+    std::uint64_t sequence = 0;  ///< 1 for the group's first call, counted on each rank
+    std::string operation;       ///< "allreduce", "broadcast", "allgather", "barrier"
+    std::string dtype;           ///< the tensor's ("Float"...); empty for a barrier
+    std::int64_t elements = 0;   ///< of this rank's tensor
+    std::uint64_t bytes = 0;     ///< of this rank's tensor
+    std::string detail;          ///< the reduction ("SUM"), the root ("from rank 0")...
+    std::string site;            ///< who called: "mpify::ddp::all_reduce", ...
+    int bucket = -1;             ///< DistributedDataParallel's gradient bucket; -1 for other calls
+    double started_seconds_ago = 0;  ///< when the rank entered it, before the record was read
+    bool ended = false;              ///< the rank's wait for it ended (done or failed)
+    double ended_seconds_ago = 0;    ///< with `ended`
+
+    /// "allreduce #812 (DistributedDataParallel bucket 2: Float x 300000, 1.2 MB, SUM)".
+    std::string describe() const;
+    /// Whether `other` is the same call: operation, dtype, elements and detail.
+    bool same_call_as(const CollectiveCall& other) const;
+};
+
 /// Where one rank was when its stack was read.
 struct MPIFY_API RankStack {
     int rank = -1;     ///< global rank within the call
@@ -37,6 +60,9 @@ struct MPIFY_API RankStack {
     /// Why the stack could not be read (permission, the deadline, mpify-stacks not
     /// installed, ...); empty when `threads` holds it.
     std::string unavailable;
+    /// Its group's last collective calls, oldest first; empty when it had no group open
+    /// (or its stack was not read).
+    std::vector<CollectiveCall> collectives;
 
     /// Every thread, a frame per line: "#3 train_step at cnn.hpp:41 (libmodel.so)".
     std::string describe() const;
@@ -45,6 +71,12 @@ struct MPIFY_API RankStack {
     /// "spin at work.cpp:12 <- train_step at cnn.hpp:41"; `unavailable` when unread.
     std::string summary() const;
 };
+
+/// The ranks' records lined up, a line per rank, for a report: which collective each one
+/// waits in and since when, which ranks never entered the latest one and what was their
+/// last, and calls that differ between ranks at the same sequence number. Empty when no
+/// rank has a record.
+MPIFY_API std::string line_up_collectives(const std::vector<RankStack>& ranks);
 
 /// Where every rank of the calls running in this process is now (the caller's own rank
 /// included), by rank; empty when no call runs. For a watchdog or a signal-handling

@@ -56,6 +56,12 @@ std::string stopped_ranks_text(const std::vector<RankFailure>& failures, const s
     return text;
 }
 
+// The ranks' records of their collective calls, side by side.
+std::string collectives_text(const std::vector<RankStack>& stacks) {
+    const std::string lined_up = line_up_collectives(stacks);
+    return lined_up.empty() ? "" : "\ntheir collective calls (mpify's record):" + lined_up;
+}
+
 }  // namespace
 
 std::string RankFailure::headline() const {
@@ -103,12 +109,12 @@ Interrupted::Interrupted(const std::string& message, std::vector<RankStack> stac
           std::string text = message;
           if (!stacks.empty()) text += "; where the ranks were:";
           for (const RankStack& stack : stacks) text += fmt::format("\n- rank {}: {}", stack.rank, stack.summary());
-          return text;
+          return text + collectives_text(stacks);
       }()),
       stacks_(std::move(stacks)) {}
 
 WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures, std::vector<RankStack> stacks)
-    : Error(render(context, failures) + stopped_ranks_text(failures, stacks)), failures_(std::move(failures)),
-      stacks_(std::move(stacks)) {}
+    : Error(render(context, failures) + stopped_ranks_text(failures, stacks) + collectives_text(stacks)),
+      failures_(std::move(failures)), stacks_(std::move(stacks)) {}
 
 MPIFY_END_NAMESPACE

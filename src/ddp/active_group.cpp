@@ -5,6 +5,7 @@
 #include "ddp/open_group.hpp"
 #include "ddp/shared_memory_group.hpp"
 #include "ddp/sigpipe_block.hpp"
+#include "forensics/collective_record.hpp"
 #include "store/server.hpp"
 
 #include <mpify/error.hpp>
@@ -60,6 +61,7 @@ const ProcessGroupState& open_active_group(const DdpSettings& settings) {
         claimed = false;
         throw;
     }
+    open_collective_record(opened->rank, opened->world_size);
     std::lock_guard lock(active_mutex);
     active = std::move(opened);
     return *active;
@@ -71,6 +73,7 @@ void close_active_group() noexcept {
         std::lock_guard lock(active_mutex);
         closing = std::move(active);
     }
+    close_collective_record();
     closing.reset();  // outside the lock: it joins Gloo's threads
     std::lock_guard lock(active_mutex);
     claimed = false;

@@ -1,21 +1,37 @@
 #pragma once
-// Waiting for a collective of the active group, in a way an interrupt can end.
+// Entering a collective of the active group into this rank's record, and waiting for it
+// in a way an interrupt can end and a mismatch between ranks is found in.
 //
 // The Gloo of this LibTorch never fails a send that still waits for its peer to post the
 // matching receive when that peer dies: the send waits out the group's timeout (minutes),
 // and so does the rank that started it. An interrupt stops every worker; the caller's
 // rank must then stop waiting too (a notebook's ■ must not take five minutes), and so
 // when another rank failed (a machine that fell silent breaks no connection).
+#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <cstdint>
+#include <string>
 
 #include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
-/// Waits for `work` and rethrows its failure. While it waits, a stop of the call this
-/// thread runs a rank of (detail::call_stopping: an interrupt, another rank's failure, the
-/// timeout) ends the wait: the active group is abandoned (see abandon_active_group) and
-/// mpify::Error is thrown, naming `what`.
-void wait_for_collective(c10d::Work& work, const char* what);
+/// Enters a collective about to be started on `tensor` (null: a barrier) into this rank's
+/// record (forensics/collective_record.hpp): its sequence number, for wait_for_collective.
+/// `detail`: the reduction or the root; `site`: who calls (a static string).
+std::uint64_t record_collective(const char* operation, const at::Tensor* tensor, const std::string& detail,
+                                const char* site, int bucket = -1);
+
+/// "SUM", "AVG", ... for the record.
+std::string reduction_name(const c10d::ReduceOp& op);
+
+/// Waits for `work` (the recorded call `sequence`, 0: not recorded) and rethrows its
+/// failure. While it waits, a stop of the call this thread runs a rank of
+/// (detail::call_stopping: an interrupt, another rank's failure, the timeout) ends the
+/// wait: the active group is abandoned (see abandon_active_group) and mpify::Error is
+/// thrown, naming `what`. A wait that lasts, or fails, looks for a peer in a different
+/// call at the same sequence (call_agreement.hpp): mpify::Error naming both, at once.
+void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t sequence = 0);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -6,6 +6,8 @@
 #include <mpify/ddp_guard.hpp>
 #include <mpify/registry.hpp>
 
+#include <fmt/format.h>
+
 MPIFY_BEGIN_NAMESPACE
 
 // in_ddp runs fn inside a DdpGuard in every rank: workers look the context up by type.
@@ -24,29 +26,39 @@ c10::intrusive_ptr<c10d::ProcessGroup> process_group() {
 }
 
 void barrier() {
-    detail::wait_for_collective(*detail::active_group("mpify::ddp::barrier").group->barrier(), "mpify::ddp::barrier");
+    const char* what = "mpify::ddp::barrier";
+    const auto& group = detail::active_group(what);
+    const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
+    detail::wait_for_collective(*group.group->barrier(), what, sequence);
 }
 
 void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
+    const char* what = "mpify::ddp::all_reduce";
+    const auto& group = detail::active_group(what);
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions options;
     options.reduceOp = op;
-    detail::wait_for_collective(*detail::active_group("mpify::ddp::all_reduce").group->allreduce(tensors, options),
-                                "mpify::ddp::all_reduce");
+    const std::uint64_t sequence = detail::record_collective("allreduce", &tensor, detail::reduction_name(op), what);
+    detail::wait_for_collective(*group.group->allreduce(tensors, options), what, sequence);
 }
 
 void broadcast(at::Tensor& tensor, int source) {
+    const char* what = "mpify::ddp::broadcast";
+    const auto& group = detail::active_group(what);
     std::vector<at::Tensor> tensors{tensor};
     c10d::BroadcastOptions options;
     options.rootRank = source;
-    detail::wait_for_collective(*detail::active_group("mpify::ddp::broadcast").group->broadcast(tensors, options),
-                                "mpify::ddp::broadcast");
+    const std::uint64_t sequence =
+        detail::record_collective("broadcast", &tensor, fmt::format("from rank {}", source), what);
+    detail::wait_for_collective(*group.group->broadcast(tensors, options), what, sequence);
 }
 
 void rank0_first(const std::function<void()>& f) {
-    const auto& group = detail::active_group("mpify::ddp::rank0_first");
+    const char* what = "mpify::ddp::rank0_first";
+    const auto& group = detail::active_group(what);
     if (group.rank == 0) f();
-    detail::wait_for_collective(*group.group->barrier(), "mpify::ddp::rank0_first");
+    const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
+    detail::wait_for_collective(*group.group->barrier(), what, sequence);
     if (group.rank != 0) f();
 }
 

@@ -27,6 +27,8 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 namespace {
 
+constexpr const char* reducer_site = "mpify::DistributedDataParallel";
+
 // The reducer's state; shared with the autograd callbacks it queues (which may outlive
 // a step), weakly with the gradient hooks.
 struct ReducerState : std::enable_shared_from_this<ReducerState> {
@@ -36,6 +38,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         std::vector<at::Tensor> views;     // views[k]: members[k]'s slice, shaped like it
         std::size_t pending = 0;           // members without a gradient yet this step
         c10::intrusive_ptr<c10d::Work> work;
+        std::uint64_t sequence = 0;  // of its all-reduce in the record
     };
 
     std::vector<at::Tensor> parameters;
@@ -116,6 +119,8 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     void send_ready_buckets(bool during_backward) {
         while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
             std::vector<at::Tensor> tensors{buckets[next_bucket].flat};
+            buckets[next_bucket].sequence =
+                record_collective("allreduce", &tensors[0], "SUM", reducer_site, static_cast<int>(next_bucket));
             buckets[next_bucket].work = group->allreduce(tensors);
             ++(during_backward ? sent_during : sent_after);
             ++next_bucket;
@@ -140,9 +145,10 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         }
         send_ready_buckets(false);
         std::vector<at::Tensor> used_list{used};
-        wait_for_collective(*group->allreduce(used_list), "mpify::DistributedDataParallel");
+        const std::uint64_t used_sequence = record_collective("allreduce", &used, "SUM", "mpify::DDP used parameters");
+        wait_for_collective(*group->allreduce(used_list), reducer_site, used_sequence);
         for (Bucket& b : buckets)  // throws if a peer failed
-            wait_for_collective(*b.work, "mpify::DistributedDataParallel");
+            wait_for_collective(*b.work, reducer_site, b.sequence);
         auto used_anywhere = used.accessor<int, 1>();
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             if (used_anywhere[static_cast<std::int64_t>(i)] == 0) continue;  // untouched, as without DDP
@@ -225,7 +231,8 @@ void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
         std::vector<at::Tensor> flat{at::cat(flat_pieces)};
         c10d::BroadcastOptions options;
         options.rootRank = 0;
-        wait_for_collective(*active.group->broadcast(flat, options), "mpify::DistributedDataParallel");
+        const std::uint64_t sequence = record_collective("broadcast", &flat[0], "from rank 0", reducer_site);
+        wait_for_collective(*active.group->broadcast(flat, options), reducer_site, sequence);
         std::int64_t offset = 0;
         for (const at::Tensor& t : group) {
             t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));

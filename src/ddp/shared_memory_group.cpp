@@ -15,7 +15,7 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// Which collective a rank calls, as CollectiveCall::kind.
+// Which collective a rank calls, as SegmentCall::kind.
 enum class Kind : std::uint32_t { allreduce = 1, broadcast, allgather, barrier };
 
 const char* kind_name(std::uint32_t kind) {
@@ -28,7 +28,7 @@ const char* kind_name(std::uint32_t kind) {
     return "an unknown collective";
 }
 
-std::string describe(const CollectiveCall& c) {
+std::string describe(const SegmentCall& c) {
     const auto kind = static_cast<Kind>(c.kind);
     if (kind == Kind::barrier) return "barrier";
     std::string text = fmt::format("{} of {} bytes of {}", kind_name(c.kind), c.bytes,
@@ -170,13 +170,13 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(
     return c10::make_intrusive<SharedMemoryWork>(getRank(), type, future);
 }
 
-void SharedMemoryGroup::meet(const CollectiveCall& call, bool first, std::uint64_t sequence,
+void SharedMemoryGroup::meet(const SegmentCall& call, bool first, std::uint64_t sequence,
                              std::chrono::steady_clock::time_point deadline, const std::string& what) {
     if (!first) return segment_.barrier(deadline, what);
     segment_.call(sequence, getRank()) = call;
     segment_.barrier(deadline, what);
     for (int r = 0; r < getSize(); ++r) {
-        const CollectiveCall& theirs = segment_.call(sequence, r);
+        const SegmentCall& theirs = segment_.call(sequence, r);
         if (theirs == call) continue;
         // Every rank compares with every other: all of them throw, none waits.
         throw Error(fmt::format("mpify's shared-memory group: ranks called different collectives: rank {} {}, "
@@ -189,7 +189,7 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
                                       std::chrono::steady_clock::time_point deadline) {
     Contiguous data(tensor);
     const std::string what = "allreduce";
-    CollectiveCall call;
+    SegmentCall call;
     call.kind = static_cast<std::uint32_t>(Kind::allreduce);
     call.dtype = static_cast<std::int32_t>(tensor.scalar_type());
     call.bytes = data.size();
@@ -229,7 +229,7 @@ void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_
                                       std::chrono::steady_clock::time_point deadline) {
     Contiguous data(tensor);
     const std::string what = fmt::format("broadcast from rank {}", root);
-    CollectiveCall call;
+    SegmentCall call;
     call.kind = static_cast<std::uint32_t>(Kind::broadcast);
     call.dtype = static_cast<std::int32_t>(tensor.scalar_type());
     call.bytes = data.size();
@@ -251,7 +251,7 @@ void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at
                                       std::chrono::steady_clock::time_point deadline) {
     const at::Tensor source = input.contiguous();
     const std::string what = "allgather";
-    CollectiveCall call;
+    SegmentCall call;
     call.kind = static_cast<std::uint32_t>(Kind::allgather);
     call.dtype = static_cast<std::int32_t>(input.scalar_type());
     call.bytes = source.numel() * source.element_size();
@@ -318,7 +318,7 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::allgather(std::vector<std::vec
 
 c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::barrier(const c10d::BarrierOptions&) {
     return enqueue(c10d::OpType::BARRIER, {}, [this](auto deadline) {
-        CollectiveCall call;
+        SegmentCall call;
         call.kind = static_cast<std::uint32_t>(Kind::barrier);
         meet(call, true, next_sequence_++, deadline, "barrier");
     });

@@ -115,7 +115,7 @@ private:
     /// A rank may write its own slot before the first meeting: after a collective's last
     /// barrier no rank reads any rank's slot, only the results' slot (the end of an
     /// allreduce), which nobody writes before a meeting.
-    void meet(const CollectiveCall& call, bool first, std::uint64_t sequence,
+    void meet(const SegmentCall& call, bool first, std::uint64_t sequence,
               std::chrono::steady_clock::time_point deadline, const std::string& what);
 
     SharedSegment segment_;

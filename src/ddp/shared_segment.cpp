@@ -29,7 +29,7 @@ struct SharedSegment::Header {
     std::atomic<std::uint32_t> generation;  ///< barriers passed; the futex word
     std::atomic<std::int32_t> failed_rank;  ///< -1, or the first rank that gave up
     std::uint32_t world;
-    CollectiveCall calls[2][most_ranks];
+    SegmentCall calls[2][most_ranks];
 };
 
 namespace {
@@ -142,7 +142,7 @@ std::byte* SharedSegment::slot(int k) const noexcept {
     return static_cast<std::byte*>(base_) + header_bytes + static_cast<std::size_t>(k) * slot_bytes_;
 }
 
-CollectiveCall& SharedSegment::call(std::uint64_t sequence, int rank) const noexcept {
+SegmentCall& SharedSegment::call(std::uint64_t sequence, int rank) const noexcept {
     return header().calls[sequence % 2][rank];
 }
 

@@ -28,13 +28,13 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// What one rank is calling, so that ranks calling different collectives (or the same
 /// one on different sizes or types) are told so instead of mixing each other's bytes.
-struct CollectiveCall {
+struct SegmentCall {
     std::uint32_t kind = 0;  ///< which collective (SharedMemoryGroup numbers them)
     std::int32_t dtype = 0;  ///< c10::ScalarType
     std::uint64_t bytes = 0;
     std::int32_t root = 0;   ///< broadcast's root
     std::int32_t reduce = 0; ///< allreduce's c10d::ReduceOp
-    bool operator==(const CollectiveCall& o) const {
+    bool operator==(const SegmentCall& o) const {
         return kind == o.kind && dtype == o.dtype && bytes == o.bytes && root == o.root && reduce == o.reduce;
     }
 };
@@ -81,7 +81,7 @@ public:
     std::byte* slot(int k) const noexcept;
     /// The call of `rank` for the collective numbered `sequence` (two are kept: a rank
     /// may write its next while a slower one still reads this).
-    CollectiveCall& call(std::uint64_t sequence, int rank) const noexcept;
+    SegmentCall& call(std::uint64_t sequence, int rank) const noexcept;
 
     struct Header;
 

@@ -99,6 +99,7 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     std::stable_partition(process.threads.begin(), process.threads.end(),
                           [first](const ThreadStack& thread) { return thread.tid == first; });
     stack.threads = std::move(process.threads);
+    stack.collectives = std::move(process.collectives);
     return stack;
 }
 

@@ -34,6 +34,11 @@ std::string format_stack_dump(const std::vector<DumpedProcess>& processes) {
     std::string text;
     for (const DumpedProcess& process : processes) {
         text += fmt::format("process\t{}\t{}\n", process.pid, field(process.error));
+        for (const CollectiveCall& call : process.collectives)
+            text += fmt::format("call\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{}\n", call.sequence,
+                                field(call.operation), field(call.dtype), call.elements, call.bytes, field(call.detail),
+                                field(call.site), call.bucket, call.started_seconds_ago,
+                                call.ended ? fmt::format("{:.3f}", call.ended_seconds_ago) : "-");
         for (const ThreadStack& thread : process.threads) {
             text += fmt::format("thread\t{}\t{}\n", thread.tid, field(thread.name));
             for (const StackFrame& frame : thread.frames)
@@ -54,6 +59,20 @@ std::vector<DumpedProcess> parse_stack_dump(const std::string& text) {
             processes.emplace_back();
             processes.back().pid = std::atoi(fields[1].c_str());
             processes.back().error = fields[2];
+        } else if (fields[0] == "call" && fields.size() == 11 && !processes.empty()) {
+            CollectiveCall call;
+            call.sequence = std::strtoull(fields[1].c_str(), nullptr, 10);
+            call.operation = fields[2];
+            call.dtype = fields[3];
+            call.elements = std::strtoll(fields[4].c_str(), nullptr, 10);
+            call.bytes = std::strtoull(fields[5].c_str(), nullptr, 10);
+            call.detail = fields[6];
+            call.site = fields[7];
+            call.bucket = std::atoi(fields[8].c_str());
+            call.started_seconds_ago = std::strtod(fields[9].c_str(), nullptr);
+            call.ended = fields[10] != "-";
+            if (call.ended) call.ended_seconds_ago = std::strtod(fields[10].c_str(), nullptr);
+            processes.back().collectives.push_back(std::move(call));
         } else if (fields[0] == "thread" && fields.size() == 3 && !processes.empty()) {
             ThreadStack thread;
             thread.tid = std::atoi(fields[1].c_str());

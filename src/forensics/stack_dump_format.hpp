@@ -1,6 +1,7 @@
 #pragma once
 // What mpify-stacks prints and how the caller reads it back: a line per process, thread
-// and frame, fields separated by tabs (none of them can hold one: see the .cpp).
+// and frame, and one per recorded collective call, fields separated by tabs (none of
+// them can hold one: see the .cpp).
 #include <mpify/abi.hpp>
 #include <mpify/stack.hpp>
 
@@ -14,6 +15,7 @@ struct DumpedProcess {
     int pid = 0;
     std::vector<ThreadStack> threads;
     std::string error;  ///< empty when `threads` were read
+    std::vector<CollectiveCall> collectives;  ///< its group's record (collective_record.hpp)
 };
 
 std::string format_stack_dump(const std::vector<DumpedProcess>& processes);

@@ -9,6 +9,7 @@
 // no stop signal left pending. Everything is collected and the threads let go before a
 // byte is printed, since the process looked at may be the one reading this output.
 #include "common/demangle.hpp"
+#include "forensics/collective_record.hpp"
 #include "forensics/stack_dump_format.hpp"
 
 #include <elfutils/libdwfl.h>
@@ -184,6 +185,8 @@ DumpedProcess dump(pid_t pid) {
         dwfl_end(dwfl);
         return process;
     }
+    // Read while every thread is held: the record as it was where the stacks are.
+    process.collectives = read_collective_record(pid);
     for (const pid_t tid : held.held()) {
         mpify::ThreadStack thread;
         thread.tid = tid;

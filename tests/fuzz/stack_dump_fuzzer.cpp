@@ -1,6 +1,6 @@
 // libFuzzer target: a stack dump as mpify-stacks prints it, or as a remote rank's agent
-// sends it over the link. Parsing never fails: it keeps what reads as processes, threads
-// and frames, and what it keeps prints and parses back to the same.
+// sends it over the link. Parsing never fails: it keeps what reads as processes, threads,
+// frames and recorded collective calls, and what it keeps prints and parses back to the same.
 #include "forensics/stack_dump_format.hpp"
 
 #include <mpify/stack.hpp>
@@ -18,8 +18,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         mpify::RankStack stack;
         stack.threads = process.threads;
         stack.unavailable = process.error;
+        stack.collectives = process.collectives;
         (void)stack.summary();
         (void)stack.describe();
+        mpify::RankStack other = stack;
+        other.rank = 1;
+        if (!other.collectives.empty()) other.collectives.pop_back();
+        (void)mpify::line_up_collectives({stack, other});
     }
     return 0;
 }
