@@ -131,6 +131,7 @@ private:
             RankStack stack =
                 collect_stacks({{-1, {}, worker_.process.pid, 0, {}, nullptr}}, agent_stack_limit).front();
             dumped.threads = std::move(stack.threads);
+            dumped.collectives = std::move(stack.collectives);
             dumped.error = std::move(stack.unavailable);
         }
         std::string dump = format_stack_dump({dumped});

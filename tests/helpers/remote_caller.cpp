@@ -11,6 +11,8 @@
 //         ddp     in_ddp over the caller's rank and the remote ones: "allreduce = S"
 //                 (the sum of the ranks), then "parameters match one process: yes|no"
 //         allreduce  the first half of ddp only: "allreduce = S"
+//         skip    in_ddp over every rank, in which the last rank skips the third all-reduce
+//                 and spins: the TIMEOUT_MS error (stacks and the ranks' collective calls)
 //         shrink:M   in_ddp with one restart and Options::min_ranks = M, whose first
 //                 attempt waits ("rank R of W waits") until a machine is lost; the
 //                 restart prints "shrunk: world W sum S restart 1"
@@ -73,7 +75,7 @@ void ship(const mpify::Options& options, int n) {
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|shrink:M|ship TEMPLATE PER_HOST "
+        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|skip|shrink:M|ship TEMPLATE PER_HOST "
                      "TIMEOUT_MS HOST...\n";
         return 2;
     }
@@ -112,6 +114,8 @@ int main(int argc, char** argv) {
             bool match = ddp.size() == single.size();
             for (std::size_t i = 0; match && i < ddp.size(); ++i) match = at::allclose(ddp[i], single[i], 0, 1e-5);
             std::cout << "parameters match one process: " << (match ? "yes" : "no") << std::endl;
+        } else if (mode == "skip") {
+            mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::skip_one_all_reduce, n - 1);
         } else if (mode.rfind("shrink:", 0) == 0) {
             options.restarts = 1;
             options.min_ranks = std::atoi(mode.c_str() + 7);

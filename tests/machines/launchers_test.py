@@ -335,6 +335,15 @@ def slurm_placement_cases(cluster, remote_caller):
         check(run.returncode == 0 and "allreduce = 10" in run.stdout and "parameters match one process: yes" in run.stdout,
               "Placement::slurm: in_ddp over the caller and 2 nodes x 2 ranks trains as one process",
               run.stdout + run.stderr)
+        # A rank on n2 skips an all-reduce: the timeout's error names it, where it spins (read
+        # on n2), and the call the others wait in.
+        run = subprocess.run([remote_caller, "skip", f"slurm:{job}", "2", "8000", "n1", "n2"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        check(run.returncode == 1 and "rank 0 waits in allreduce #3 (mpify::ddp::all_reduce" in run.stdout
+              and re.search(r"rank 4 on \S+ never entered #3: its last was allreduce #2 .*; it is in "
+                            r"ddp_test::spin_after_skipping\(\) at ddp_functions\.cpp:", run.stdout) is not None,
+              "Placement::slurm: a rank on n2 that skips an all-reduce is named at the timeout, with where it is "
+              "and the call the other ranks wait in", run.stdout + run.stderr)
         # Inside, without being told its address: n1 does not resolve here, Slurm's NodeAddr does.
         inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]")
         del inside["MPIFY_TEST_CALLER_ADDRESS"]
