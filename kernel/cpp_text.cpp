@@ -363,36 +363,6 @@ bool holds_lambda(const std::string& text, Span piece) {
     return false;
 }
 
-// The words a declaration starts with that keep it out of wrap_definitions: it names
-// something else (namespace, using), or it must stay where it is (extern, friend, ...).
-bool starts_with_unwrappable_word(const std::string& text, Span piece) {
-    static const std::array<const char*, 8> words = {"namespace", "extern", "friend", "static_assert",
-                                                     "asm",       "export", "module", "import"};
-    std::size_t i = piece.begin;
-    auto next_word = [&] {
-        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        const std::size_t from = i;
-        while (i < piece.end && is_identifier_char(text[i])) ++i;
-        return text.substr(from, i - from);
-    };
-    const std::string first = next_word();
-    if (std::find(words.begin(), words.end(), first) != words.end()) return true;
-    if (first == "inline") return next_word() == "namespace";
-    if (first == "using") {  // only an alias, `using Name = ...;`, is a definition
-        next_word();
-        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        return !(i < piece.end && text[i] == '=');
-    }
-    if (first == "template") {  // `template <>` specializes, `template class X<int>;` instantiates
-        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        if (i >= piece.end || text[i] != '<') return true;
-        ++i;
-        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        return i < piece.end && text[i] == '>';
-    }
-    return false;
-}
-
 // The name a declaration declares: the last one before the first '(', '=', '{', '[', ';'
 // or lone ':' outside template arguments (`operator<` included). `qualified` when it is
 // (`void A::f()`, `int A::n = 0;`, `A::~A()`, `bool A::operator<(...)`).
@@ -443,6 +413,57 @@ DeclaredName declared_name(const std::string& text, Span piece) {
     }
     name.qualified = before >= piece.begin + 2 && text[before - 1] == ':' && text[before - 2] == ':';
     return name;
+}
+
+// `extern int lib_fn(int);`: a function declared extern (redundantly, as xeus-cling users
+// do for a loaded library's function), not a variable or a linkage block (`extern "C"`).
+// It is wrapped like `int lib_fn(int);`, so that both bind to the same definition, and a
+// cell that declares it again either way replaces the earlier declaration instead of
+// making a second one that calls find ambiguous.
+bool is_extern_function_declaration(const std::string& text, Span piece) {
+    std::size_t i = piece.begin + 6;  // past "extern"
+    while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i >= piece.end || text[i] == '"' || text[piece.end - 1] != ';') return false;
+    const DeclaredName name = declared_name(text, {i, piece.end});
+    if (name.begin == std::string::npos || name.qualified) return false;
+    static const std::array<const char*, 12> type_words = {"int",   "char", "void",     "long",   "short",    "double",
+                                                           "float", "bool", "unsigned", "signed", "volatile", "const"};
+    const std::string word = text.substr(name.begin, name.end - name.begin);
+    if (std::find(type_words.begin(), type_words.end(), word) != type_words.end()) return false;  // `int (*fp)(int)`
+    std::size_t after = name.end;
+    while (after < piece.end && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
+    return after < piece.end && text[after] == '(';
+}
+
+// The words a declaration starts with that keep it out of wrap_definitions: it names
+// something else (namespace, using), or it must stay where it is (extern, friend, ...).
+bool starts_with_unwrappable_word(const std::string& text, Span piece) {
+    static const std::array<const char*, 8> words = {"namespace", "extern", "friend", "static_assert",
+                                                     "asm",       "export", "module", "import"};
+    std::size_t i = piece.begin;
+    auto next_word = [&] {
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        const std::size_t from = i;
+        while (i < piece.end && is_identifier_char(text[i])) ++i;
+        return text.substr(from, i - from);
+    };
+    const std::string first = next_word();
+    if (first == "extern") return !is_extern_function_declaration(text, piece);
+    if (std::find(words.begin(), words.end(), first) != words.end()) return true;
+    if (first == "inline") return next_word() == "namespace";
+    if (first == "using") {  // only an alias, `using Name = ...;`, is a definition
+        next_word();
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        return !(i < piece.end && text[i] == '=');
+    }
+    if (first == "template") {  // `template <>` specializes, `template class X<int>;` instantiates
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        if (i >= piece.end || text[i] != '<') return true;
+        ++i;
+        while (i < piece.end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        return i < piece.end && text[i] == '>';
+    }
+    return false;
 }
 
 bool is_wrappable_definition(const std::string& text, Span piece) {

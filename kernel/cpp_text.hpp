@@ -49,7 +49,7 @@ std::string wrap_statements_with_lambdas(const std::string& code, unsigned& coun
 /// enums, aliases, templates) between `opening` and `closing`, on the lines where they
 /// are: `int n = 11; std::cout << n;` becomes `<opening>int n = 11;<closing> std::cout << n;`.
 /// Left where they are: statements, preprocessor lines, namespaces, using-directives and
-/// using-declarations, `extern` declarations, explicit specializations and
+/// using-declarations, `extern` declarations but of functions, explicit specializations and
 /// instantiations, definitions of a qualified name (`void A::f() {}`: a member of
 /// something declared before), and a last declaration without its ';'.
 std::string wrap_definitions(const std::string& code, const std::string& opening, const std::string& closing);

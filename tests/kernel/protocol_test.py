@@ -167,6 +167,20 @@ class LibraryDeclarations(KernelTest):
         messages = self.assert_ok("int kernel_test_square(int);\nint squared = kernel_test_square(5);\nsquared")
         self.assertEqual(results(messages), [{"text/plain": "25"}], messages)
 
+    def test_a_function_declared_extern_too_binds_without_ambiguity(self):
+        self.assert_ok("int kernel_test_square(int);")
+        self.assert_ok("extern int kernel_test_square(int);")
+        messages = self.assert_ok("kernel_test_square(6)")
+        self.assertEqual(results(messages), [{"text/plain": "36"}], messages)
+        # extern first, then plain, each called in its own cell
+        messages = self.assert_ok("extern int kernel_test_square(int);\nint sq = kernel_test_square(4);\nsq")
+        self.assertEqual(results(messages), [{"text/plain": "16"}], messages)
+        messages = self.assert_ok("int kernel_test_square(int);\nkernel_test_square(3)")
+        self.assertEqual(results(messages), [{"text/plain": "9"}], messages)
+        # a pointer to a function declared extern is a variable: it stays as it was
+        error, _ = self.assert_error("extern int (*kernel_test_pointer)(int);\nkernel_test_pointer(1)")
+        self.assertIn("defined nowhere", error["evalue"])
+
     def test_a_declared_function_nothing_defines_is_still_an_error(self):
         self.assert_ok("int kernel_test_nowhere(int);")
         error, _ = self.assert_error("kernel_test_nowhere(1)")
