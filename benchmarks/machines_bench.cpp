@@ -4,9 +4,11 @@
 //   mpify_bench_machines across N   this machine's place from the launcher's variables
 //   mpify_bench_machines one N      all N ranks on this machine
 // Prints "allreduce <MiB> MiB: <GB/s> GB/s" and "group formed: <s> s".
-#include <mpify/torch.hpp>
+#include <mpify/ddp.hpp>
+#include <mpify/ddp_guard.hpp>
+#include <mpify/mpify.hpp>
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +29,7 @@ double median(std::vector<double> values) {
 std::vector<double> allreduce_seconds(std::vector<int> mibs) {
     std::vector<double> result;
     for (int mib : mibs) {
-        at::Tensor t = torch::ones({static_cast<std::int64_t>(mib) << 18});  // 4-byte floats
+        at::Tensor t = at::ones({static_cast<std::int64_t>(mib) << 18});  // 4-byte floats
         mpify::ddp::all_reduce(t);
         std::vector<double> times;
         for (int i = 0; i < 5; ++i) {

@@ -62,7 +62,7 @@ std::string working_folder() {
     return ::getcwd(here, sizeof here) ? here : ".";
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> diagnostic_lines(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);)
@@ -293,7 +293,7 @@ nl::json CppKernel::help(const std::string& name) {
 }
 
 nl::json CppKernel::reply_for(const Outcome& outcome) {
-    std::vector<std::string> diagnostics = lines_of(outcome.diagnostics);
+    std::vector<std::string> diagnostics = diagnostic_lines(outcome.diagnostics);
     switch (outcome.kind) {
         case Outcome::Kind::ok:
             if (!diagnostics.empty()) publish_stream("stderr", outcome.diagnostics);  // warnings

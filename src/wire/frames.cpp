@@ -80,19 +80,19 @@ bool FrameParser::next(Frame& frame) {
 }
 
 namespace {
-constexpr const char* writing = "mpify: writing to the channel";
-constexpr const char* reading = "mpify: reading the channel";
+constexpr const char* writing_the_channel = "mpify: writing to the channel";
+constexpr const char* reading_the_channel = "mpify: reading the channel";
 }  // namespace
 
 void write_frame(int fd, FrameType type, std::string_view payload) {
     const std::string header = frame_header(type, payload.size());
-    write_all(fd, header.data(), header.size(), writing);
-    write_all(fd, payload.data(), payload.size(), writing);
+    write_all(fd, header.data(), header.size(), writing_the_channel);
+    write_all(fd, payload.data(), payload.size(), writing_the_channel);
 }
 
 std::optional<Frame> read_frame(int fd) {
     char header[frame_header_size];
-    if (!read_exact(fd, header, sizeof header, reading)) return std::nullopt;
+    if (!read_exact(fd, header, sizeof header, reading_the_channel)) return std::nullopt;
     const std::uint64_t size = checked_payload_size(header);
     Frame frame;
     frame.type = static_cast<FrameType>(header[0]);
@@ -103,7 +103,7 @@ std::optional<Frame> read_frame(int fd) {
         make_room(frame.payload, take, size);
         const std::size_t at = frame.payload.size();
         frame.payload.resize(at + take);
-        if (!read_exact(fd, frame.payload.data() + at, take, reading))
+        if (!read_exact(fd, frame.payload.data() + at, take, reading_the_channel))
             throw std::runtime_error("mpify: the channel closed in the middle of a message");
     }
     return frame;

@@ -3,7 +3,7 @@
 #include <mpify/ddp.hpp>
 #include <mpify/mpify.hpp>
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <chrono>
 #include <cstdio>
@@ -26,7 +26,7 @@ MPIFY_REGISTER(sleep_seconds);
 /// DDP training does; returns how many rounds it made. Run it with mpify::in_ddp.
 long all_reduce_for(int seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    at::Tensor gradient = torch::ones({64 * 1024});
+    at::Tensor gradient = at::ones({64 * 1024});
     long rounds = 0;
     while (std::chrono::steady_clock::now() < until) {
         mpify::ddp::all_reduce(gradient);
