@@ -5,6 +5,7 @@
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
 //   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
+//   ./build/bin/mpify_ddp_bench --limit             (the all-reduce against one core's memcpy)
 #include "timing.hpp"
 
 #include <data/fashion_mnist.hpp>
@@ -16,7 +17,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -44,6 +47,39 @@ double allreduce_throughput(std::int64_t bytes, int repeats) {
     return static_cast<double>(bytes) * repeats / seconds_since(start) / 1e9;
 }
 MPIFY_REGISTER(allreduce_throughput);
+
+// One core's memcpy of `bytes`, both buffers touched first: GB/s copied, best of 5. The
+// limit an all-reduce is held against: a reduction reads two buffers and writes one, a
+// copy reads one and writes one, so the most an all-reduce of `bytes` can do on one
+// core's memory bandwidth is this divided by 1.5.
+double memcpy_throughput(std::int64_t bytes) {
+    std::vector<char> from(static_cast<std::size_t>(bytes), 1), to(static_cast<std::size_t>(bytes), 2);
+    double best = 0;
+    for (int run = 0; run < 5; ++run) {
+        const auto start = Clock::now();
+        std::memcpy(to.data(), from.data(), from.size());
+        best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
+        from[static_cast<std::size_t>(run)] = to[static_cast<std::size_t>(bytes - 1 - run)];  // keep both alive
+    }
+    return best;
+}
+
+// The shared-memory all-reduce of 2 ranks against one core's memory bandwidth, measured
+// in the same run: the fraction of the limit a reduction of two buffers can reach.
+void print_allreduce_against_memcpy(const mpify::Options& quiet) {
+    std::printf("\nall-reduce of 2 ranks (shared memory) against one core's memcpy, GB/s (best of 3)\n");
+    std::printf("%-10s %10s %10s %10s %10s\n", "size", "all-reduce", "memcpy", "limit", "fraction");
+    for (const std::int64_t mib : {4, 16, 64}) {
+        const std::int64_t bytes = mib << 20;
+        double reduced = 0;
+        for (int run = 0; run < 3; ++run)
+            reduced = std::max(reduced, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, allreduce_throughput, bytes,
+                                                      static_cast<int>(std::max<std::int64_t>(4, 160 / mib))));
+        const double copied = memcpy_throughput(bytes), limit = copied / 1.5;
+        std::printf("%3lld MiB    %10.2f %10.2f %10.2f %10.2f\n", static_cast<long long>(mib), reduced, copied, limit,
+                    reduced / limit);
+    }
+}
 
 // Trains `steps` batches of 64 per rank after `warmup` untimed ones (the first steps
 // fault in every buffer, which is slow here); returns the group's samples per second.
@@ -102,6 +138,11 @@ int main(int argc, char** argv) {
         std::printf("%.1f\n", mpify::in_ddp(mpify::DdpOptions{}, quiet, n, train_steps, steps, true));
         return 0;
     }
+    // --limit: the all-reduce against one core's memcpy alone.
+    if (argc > 1 && std::string(argv[1]) == "--limit") {
+        print_allreduce_against_memcpy(quiet);
+        return 0;
+    }
     const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
 
     // The default group on one machine is mpify's shared-memory group; Gloo (over
@@ -138,6 +179,8 @@ int main(int argc, char** argv) {
         }
         std::printf("%d ranks, %-29s %10.2f %10.2f %8.2f\n", size.n, size.name, shared, over_gloo, shared / over_gloo);
     }
+
+    print_allreduce_against_memcpy(quiet);
 
     // Best of 3 runs each, the configurations interleaved so that none is always first.
     // One process is timed twice: as the caller's own rank, and as a worker running the

@@ -11,7 +11,10 @@
 - what the pre-check of each cell in a forked child costs: the same cells in a kernel
   with it and in one without (MPIFY_KERNEL_PRECHECK=off), side by side: a small cell, a
   small cell ending in a value, a cell that includes <torch/torch.h> and uses it, and a
-  small cell once LibTorch is in the session (the fork of a large process).
+  small cell once LibTorch is in the session (the fork of a large process);
+- a training loop in a cell (a small CNN on random data, one thread) against the same loop
+  as the caller's rank of ranch(1, ...), interleaved in one kernel, and the same in a
+  kernel with MPIFY_TENSOR_MEMORY_CACHE=0 (--only-training: this part alone).
 """
 import argparse
 import os
@@ -61,12 +64,16 @@ def main():
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--only-precheck", action="store_true", help="only the pre-check's costs")
+    parser.add_argument("--only-training", action="store_true", help="only the training loop in a cell")
     args = parser.parse_args()
     build = args.build_dir.resolve()
     os.environ["JUPYTER_PATH"] = str(build / "share" / "jupyter")
     include = Path(__file__).resolve().parent.parent / "include"
     if args.only_precheck:
         precheck_costs(args.rounds)
+        return
+    if args.only_training:
+        training_in_cells(build, include)
         return
 
     starts = []
@@ -115,6 +122,79 @@ def main():
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     precheck_costs(args.rounds)
+    training_in_cells(build, include)
+
+
+# A small CNN trained on random data, one thread: samples per second of `steps` steps
+# after 3 untimed ones. Defined in a cell, so that the same code runs in the cell and as
+# the caller's rank of ranch(1, ...).
+TRAINING_CELL = r"""
+#pragma cling add_include_path("{include}")
+#pragma cling add_library_path("{lib}")
+#pragma cling load("libmpify")
+#pragma cling load("libmpify_torch")
+#pragma cling load("libboost_serialization")
+#include <mpify/mpify.hpp>
+#include <torch/torch.h>
+#include <chrono>
+#include <cstdio>
+struct BenchCnn : torch::nn::Module {{
+    torch::nn::Conv2d c1{{nullptr}}, c2{{nullptr}};
+    torch::nn::Linear fc{{nullptr}};
+    BenchCnn() {{
+        c1 = register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 16, 3).padding(1)));
+        c2 = register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 3).padding(1)));
+        fc = register_module("fc", torch::nn::Linear(32 * 7 * 7, 10));
+    }}
+    at::Tensor forward(at::Tensor x) {{
+        x = torch::max_pool2d(torch::relu(c1(x)), 2);
+        x = torch::max_pool2d(torch::relu(c2(x)), 2);
+        return fc(x.flatten(1));
+    }}
+}};
+double bench_train(int steps) {{
+    torch::set_num_threads(1);
+    torch::manual_seed(0);
+    auto model = std::make_shared<BenchCnn>();
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    const int batch = 128;
+    const at::Tensor x = torch::randn({{batch, 1, 28, 28}}), y = torch::randint(0, 10, {{batch}});
+    auto start = std::chrono::steady_clock::now();
+    for (int step = 0; step < steps + 3; ++step) {{
+        if (step == 3) start = std::chrono::steady_clock::now();
+        optimizer.zero_grad();
+        torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+        optimizer.step();
+    }}
+    return steps * batch / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}}
+MPIFY_REGISTER(bench_train);
+"""
+
+
+def training_in_cells(build, include, steps=40, rounds=3):
+    """The loop in a cell against the caller's rank of ranch(1), interleaved, best of `rounds`;
+    then the same in a kernel without the tensor memory cache."""
+    for label, env in (("cache on (default)", None),
+                       ("MPIFY_TENSOR_MEMORY_CACHE=0", dict(os.environ, MPIFY_TENSOR_MEMORY_CACHE="0"))):
+        manager, client, _ = start_kernel(env)
+        try:
+            messages = run_cell(client, TRAINING_CELL.format(include=include, lib=build / "bin"))
+            errors = [c for _, t, c in messages if t == "error"]
+            if errors:
+                raise RuntimeError("the training cell failed: {}".format(errors))
+            cell, rank = [], []
+            for _ in range(rounds):
+                cell.append(float(text_of(run_cell(client, 'std::printf("%f\\n", bench_train({}));'.format(steps)))))
+                rank.append(float(text_of(run_cell(
+                    client, 'std::printf("%f\\n", mpify::ranch(1, bench_train, {}).at(0));'.format(steps)))))
+            print("{}: training loop in a cell {:.0f} samples/s, as the caller's rank of ranch(1) {:.0f}, "
+                  "ratio {:.2f} (best of {}; cell runs {}, rank runs {})".format(
+                      label, max(cell), max(rank), max(cell) / max(rank), rounds,
+                      ", ".join("{:.0f}".format(v) for v in cell), ", ".join("{:.0f}".format(v) for v in rank)))
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
 
 
 def cell_seconds(client, code):

@@ -1,6 +1,7 @@
 #include "cpp_kernel.hpp"
 
 #include "cell.hpp"
+#include "cell_tensor_memory.hpp"
 #include "cpp_text.hpp"
 #include "rank_cell.hpp"
 #include "recovery.hpp"
@@ -172,7 +173,9 @@ nl::json CppKernel::run_cell(const std::string& text) {
     if (directives["status"] != "ok") return directives;
     // Before the code runs, after the loads above (one may have brought mpify in).
     prepare_cell_for_interrupts();
-    return cell.kind == Cell::Kind::rank_library ? run_rank_library(cell) : run_code(cell);
+    if (cell.kind == Cell::Kind::rank_library) return run_rank_library(cell);
+    const CellTensorMemory tensor_memory;
+    return run_code(cell);
 }
 
 nl::json CppKernel::write_file(const Cell& cell) {

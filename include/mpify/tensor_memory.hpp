@@ -35,3 +35,11 @@ public:
 };
 
 MPIFY_END_NAMESPACE
+
+/// For a program that runs other code in its own process and wants the cache around it,
+/// without linking LibTorch itself (mpify-kernel holds one while each notebook cell runs,
+/// found with dlsym once a cell has loaded libmpify_torch): opens a TensorMemoryCache, or
+/// returns null when MPIFY_TENSOR_MEMORY_CACHE is 0 (or malformed) or it cannot be made.
+extern "C" MPIFY_API void* mpify_open_tensor_memory_cache() noexcept;
+/// Closes what mpify_open_tensor_memory_cache returned (null: nothing).
+extern "C" MPIFY_API void mpify_close_tensor_memory_cache(void* cache) noexcept;

@@ -222,3 +222,16 @@ TensorMemoryCache::TensorMemoryCache() { detail::install_tensor_memory_cache(); 
 TensorMemoryCache::~TensorMemoryCache() { detail::uninstall_tensor_memory_cache(); }
 
 MPIFY_END_NAMESPACE
+
+extern "C" void* mpify_open_tensor_memory_cache() noexcept {
+    try {
+        if (!mpify::detail::tensor_memory_cache_allowed("mpify_open_tensor_memory_cache")) return nullptr;
+        return new mpify::TensorMemoryCache();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+extern "C" void mpify_close_tensor_memory_cache(void* cache) noexcept {
+    delete static_cast<mpify::TensorMemoryCache*>(cache);
+}

@@ -181,6 +181,17 @@ class LibraryDeclarations(KernelTest):
         error, _ = self.assert_error("extern int (*kernel_test_pointer)(int);\nkernel_test_pointer(1)")
         self.assertIn("defined nowhere", error["evalue"])
 
+    def test_cells_run_with_the_tensor_memory_cache_unless_turned_off(self):
+        # libmpify_torch is loaded (the test functions' library links it): LibTorch's CPU
+        # allocator is mpify's cache while a cell runs, its own again when turned off.
+        messages = self.assert_ok("#include <c10/core/CPUAllocator.h>\n"
+                                  "c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator()")
+        self.assertEqual(results(messages), [{"text/plain": "true"}], messages)
+        self.assert_ok('setenv("MPIFY_TENSOR_MEMORY_CACHE", "0", 1);')
+        messages = self.assert_ok("c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator()")
+        self.assertEqual(results(messages), [{"text/plain": "false"}], messages)
+        self.assert_ok('unsetenv("MPIFY_TENSOR_MEMORY_CACHE");')
+
     def test_a_declared_function_nothing_defines_is_still_an_error(self):
         self.assert_ok("int kernel_test_nowhere(int);")
         error, _ = self.assert_error("kernel_test_nowhere(1)")
