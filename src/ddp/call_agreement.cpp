@@ -1,11 +1,11 @@
 #include "ddp/call_agreement.hpp"
 
 #include "forensics/collective_record.hpp"
+#include "forensics/stack_dump_format.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 #include <vector>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
@@ -13,45 +13,17 @@ namespace {
 
 std::string key_of(int rank) { return fmt::format("mpify/recorded-calls/{}", rank); }
 
-// Calls as published: a line each, tab-separated fields (none of the texts holds a tab
-// or a line end: they are mpify's names and c10's type names).
-std::string published(const std::vector<CollectiveCall>& calls) {
-    std::string text;
-    for (const CollectiveCall& call : calls)
-        text += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", call.sequence, call.operation, call.dtype,
-                            call.elements, call.bytes, call.detail, call.site, call.bucket);
-    return text;
-}
-
-std::optional<CollectiveCall> parse_call(const std::string& line) {
-    std::vector<std::string> fields;
-    std::istringstream in(line);
-    std::string field;
-    while (std::getline(in, field, '\t')) fields.push_back(field);
-    if (fields.size() != 8) return std::nullopt;
-    CollectiveCall call;
-    try {
-        call.sequence = std::stoull(fields[0]);
-        call.operation = fields[1];
-        call.dtype = fields[2];
-        call.elements = std::stoll(fields[3]);
-        call.bytes = std::stoull(fields[4]);
-        call.detail = fields[5];
-        call.site = fields[6];
-        call.bucket = std::stoi(fields[7]);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    return call;
+// A record as published: as mpify-stacks prints one (stack_dump_format.hpp), a process
+// that holds only its calls.
+std::string published(std::vector<CollectiveCall> calls) {
+    DumpedProcess process;
+    process.collectives = std::move(calls);
+    return format_stack_dump({process});
 }
 
 std::vector<CollectiveCall> parse_published(const std::vector<std::uint8_t>& bytes) {
-    std::vector<CollectiveCall> calls;
-    std::istringstream in(std::string(bytes.begin(), bytes.end()));
-    std::string line;
-    while (std::getline(in, line))
-        if (auto call = parse_call(line)) calls.push_back(std::move(*call));
-    return calls;
+    std::vector<DumpedProcess> processes = parse_stack_dump(std::string(bytes.begin(), bytes.end()));
+    return processes.empty() ? std::vector<CollectiveCall>{} : std::move(processes.front().collectives);
 }
 
 }  // namespace
