@@ -1,4 +1,5 @@
 #include "ddp_functions.hpp"
+#include "functions.hpp"
 
 #include <mpify/torch.hpp>
 
@@ -356,15 +357,10 @@ std::vector<std::string> listening_addresses() {
 }
 MPIFY_REGISTER(listening_addresses);
 
-__attribute__((noinline)) void spin_after_skipping() {
-    volatile unsigned long turns = 0;
-    for (;;) turns = turns + 1;  // until the call stops this rank
-}
-
 int skip_one_all_reduce(int skipping_rank) {
     for (int step = 0; step < 5; ++step) {
         at::Tensor loss = torch::full({1}, float(step));
-        if (step == 2 && mpify::ddp::rank() == skipping_rank) spin_after_skipping();  // the bug
+        if (step == 2 && mpify::ddp::rank() == skipping_rank) in_library::spin_in_own_loop();  // the bug
         mpify::ddp::all_reduce(loss);
     }
     return mpify::ddp::rank();

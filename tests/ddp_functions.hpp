@@ -66,7 +66,7 @@ std::vector<std::string> collectives_wrong_on_this_rank();
 /// different collectives throws.
 std::string mismatched_all_reduce();
 /// In a group, a training loop of all-reduces in which rank `skipping_rank` skips the
-/// third and then spins in a function of its own (spin_after_skipping) until stopped.
+/// third and then spins in in_library::spin_in_own_loop until stopped.
 int skip_one_all_reduce(int skipping_rank);
 /// Rank 0 all-reduces 1 Mi floats; rank 1 all-reduces 2 Mi ("size") or broadcasts the
 /// 1 Mi ("operation"), then both meet at a barrier. What rank 0 was told; a rank not told that the ranks made

@@ -67,6 +67,7 @@ struct TestContext {
     int fail_then_wait_for_interrupt(int max_seconds);                               \
     int start_a_sleep_then(int how);                                                 \
     int wait_in_own_code(std::string how, std::string fifo);                         \
+    void spin_in_own_loop(); /* until the rank is stopped, in a frame of its own */  \
     int loop_until_interrupted();
 
 namespace in_program {

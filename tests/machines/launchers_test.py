@@ -341,7 +341,8 @@ def slurm_placement_cases(cluster, remote_caller):
                              capture_output=True, text=True, timeout=120)
         check(run.returncode == 1 and "rank 0 waits in allreduce #3 (mpify::ddp::all_reduce" in run.stdout
               and re.search(r"rank 4 on \S+ never entered #3: its last was allreduce #2 .*; it is in "
-                            r"ddp_test::spin_after_skipping\(\) at ddp_functions\.cpp:", run.stdout) is not None,
+                            r"in_library::spin_in_own_loop\(\) at functions\.cpp:\d+ "
+                            r"<- ddp_test::skip_one_all_reduce", run.stdout) is not None,
               "Placement::slurm: a rank on n2 that skips an all-reduce is named at the timeout, with where it is "
               "and the call the other ranks wait in", run.stdout + run.stderr)
         # Inside, without being told its address: n1 does not resolve here, Slurm's NodeAddr does.
