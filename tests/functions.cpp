@@ -43,6 +43,13 @@ mpify_test::Report report_args(std::string a, int b, const std::string& c) {
 }
 MPIFY_REGISTER(report_args);
 
+std::pair<int, std::string> parent() {
+    std::string name;
+    std::getline(std::ifstream("/proc/" + std::to_string(::getppid()) + "/comm"), name);
+    return {static_cast<int>(::getppid()), name};
+}
+MPIFY_REGISTER(parent);
+
 int add(int a, int b) { return a + b + mpify::local_rank(); }
 MPIFY_REGISTER(add);
 

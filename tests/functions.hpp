@@ -44,6 +44,7 @@ struct TestContext {
 #define MPIFY_TEST_DECLARE_FUNCTIONS                                                 \
     mpify_test::Report report();                                                     \
     mpify_test::Report report_args(std::string a, int b, const std::string& c);      \
+    std::pair<int, std::string> parent(); /* pid and process name of its parent */   \
     int add(int a, int b);                                                           \
     void noop();                                                                     \
     void touch(std::string dir);                                                     \

@@ -11,7 +11,9 @@
 #include <catch2/catch.hpp>
 #include <mpify/version.hpp>
 
+#include <dlfcn.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +44,22 @@ std::string host_name() {
     return name;
 }
 
+// The node templates stay between calls (Placement::template_idle); once they are
+// stopped, nothing the calls started may be left.
+bool no_processes_left() {
+    mpify::stop_node_templates();
+    return mpify_test::has_no_children();
+}
+
+// The path of the library that holds the test functions.
+std::string functions_library() {
+    Dl_info info{};
+    ::dladdr(reinterpret_cast<void*>(&in_library::parent), &info);
+    return info.dli_fname != nullptr ? info.dli_fname : "";
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
 // The pids the remote workers printed with hang_on_workers' marker line, by rank.
 struct PrintedPids {
     std::mutex lock;
@@ -52,6 +70,26 @@ struct PrintedPids {
         pids.push_back(static_cast<pid_t>(std::stol(line.substr(4))));
     }
 };
+
+// Runs hang_on_workers with `options`, kills the parent of rank 1's worker once it runs,
+// and returns the call's error, which must come within 10 s.
+mpify::WorkerError error_once_rank_1s_parent_is_killed(mpify::Options options, std::shared_ptr<PrintedPids> printed) {
+    auto killed = std::make_shared<std::atomic<bool>>(false);
+    options.on_output = [printed, killed](int rank, mpify::Stream, const std::string& line) {
+        printed->take(line);
+        if (rank == 1 && line.rfind("pid ", 0) == 0 && !killed->exchange(true))
+            ::kill(mpify_test::parent_of(static_cast<pid_t>(std::stol(line.substr(4)))), SIGKILL);
+    };
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        mpify::ranch(options, 2, in_library::hang_on_workers, 3);
+    } catch (const mpify::WorkerError& e) {
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+        return e;
+    }
+    FAIL("ranch returned");
+    throw std::logic_error("unreachable");
+}
 
 }  // namespace
 
@@ -85,14 +123,14 @@ TEST_CASE("ranks placed through a command launcher return their results by rank,
     CHECK_THAT(out.str(), Catch::Contains(tag + "line 1 of rank 1\n"));
     CHECK_THAT(out.str(), Catch::Contains(tag + "no newline at the end\n"));
     CHECK_THAT(err.str(), Catch::Contains(tag + "an error line\n"));
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("two ranks per host, and no caller rank: every rank is remote", "[remote][once]") {
     mpify::Options options = on_this_host(2, 2);
     options.caller_rank = std::nullopt;
     CHECK(mpify::ranch(options, 4, in_library::add, 1, 2) == std::vector<int>{3, 4, 5, 6});  // a + b + rank
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a remote rank that throws or crashes fails the call naming its rank, its host and its last lines",
@@ -121,7 +159,7 @@ TEST_CASE("a remote rank that throws or crashes fails the call naming its rank, 
         REQUIRE_FALSE(failure.stderr_tail.empty());
         CHECK_THAT(failure.stderr_tail.front(), Catch::Contains("rank 1 is about to segv"));
     }
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is left", "[remote][once]") {
@@ -162,7 +200,7 @@ TEST_CASE("a timeout and an interrupt stop every remote worker, and nothing is l
     }
     REQUIRE(interrupted_pids->pids.size() == 2);
     for (pid_t pid : interrupted_pids->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a remote rank's stack is read on its machine: at a timeout and by mpify::where()", "[remote][once]") {
@@ -210,33 +248,22 @@ TEST_CASE("a remote rank's stack is read on its machine: at a timeout and by mpi
     } catch (const mpify::Interrupted& e) {
         CHECK_THAT(e.what(), Catch::Contains("- rank 1: in_library::spin_in_own_loop()"));
     }
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a remote rank whose agent is killed is an error naming the rank and host, and the call ends",
           "[remote][once]") {
     auto printed = std::make_shared<PrintedPids>();
-    auto killed = std::make_shared<std::atomic<bool>>(false);
     mpify::Options options = on_this_host(2, 1);
     options.caller_rank = std::nullopt;
-    options.on_output = [printed, killed](int rank, mpify::Stream, const std::string& line) {
-        printed->take(line);
-        if (rank == 1 && line.rfind("pid ", 0) == 0 && !killed->exchange(true))
-            ::kill(mpify_test::parent_of(static_cast<pid_t>(std::stol(line.substr(4)))), SIGKILL);  // its agent
-    };
-    const auto started = std::chrono::steady_clock::now();
-    try {
-        mpify::ranch(options, 2, in_library::hang_on_workers, 3);
-        FAIL("ranch returned");
-    } catch (const mpify::WorkerError& e) {
-        REQUIRE_FALSE(e.failures().empty());
-        CHECK(e.failures()[0].rank == 1);
-        CHECK(e.failures()[0].kind == mpify::RankFailure::Kind::lost);
-        CHECK_THAT(e.what(), Catch::Contains("rank 1 on " + host_name() + " was lost: its connection closed"));
-    }
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+    options.placement.template_idle = std::chrono::seconds(0);  // an agent of its own, the worker's parent
+    const mpify::WorkerError e = error_once_rank_1s_parent_is_killed(options, printed);
+    REQUIRE_FALSE(e.failures().empty());
+    CHECK(e.failures()[0].rank == 1);
+    CHECK(e.failures()[0].kind == mpify::RankFailure::Kind::lost);
+    CHECK_THAT(e.what(), Catch::Contains("rank 1 on " + host_name() + " was lost: its connection closed"));
     for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("what a remote rank started ends with it when the call times out", "[remote][once]") {
@@ -252,7 +279,7 @@ TEST_CASE("what a remote rank started ends with it when the call times out", "[r
     CHECK_THROWS_AS(mpify::ranch(options, 2, in_library::start_a_sleep_then, 0), mpify::TimeoutError);
     REQUIRE(children->size() == 2);  // each started `sleep 30` on its machine (this one, here)
     for (pid_t pid : *children) CHECK(mpify_test::wait_for_exit(pid, 2000));
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a launcher that fails is an error with its command and its output, and placements that cannot work are "
@@ -260,6 +287,15 @@ TEST_CASE("a launcher that fails is an error with its command and its output, an
           "[remote][once]") {
     mpify::Options options = on_this_host(1, 1);
     options.placement.command = "echo no such machine >&2; exit 255 # %C";
+    try {
+        mpify::ranch(options, 2, in_library::add, 1, 2);
+        FAIL("ranch returned");
+    } catch (const mpify::SpawnError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("the node template for rank 1 on localhost ended before its agent "
+                                             "connected back (exit code 255)"));
+        CHECK_THAT(e.what(), Catch::Contains("no such machine"));
+    }
+    options.placement.template_idle = std::chrono::seconds(0);
     try {
         mpify::ranch(options, 2, in_library::add, 1, 2);
         FAIL("ranch returned");
@@ -277,7 +313,7 @@ TEST_CASE("a launcher that fails is an error with its command and its output, an
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("has no %C"));
     options.placement.command = "%C";
     CHECK_THROWS_AS(mpify::ranch(options, 2, in_program::add, 1, 2), mpify::UsageError);
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("Placement::slurm outside an allocation is a usage error with the salloc line to run", "[remote][once]") {
@@ -292,7 +328,7 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
     options.placement = mpify::Placement::slurm(1, "12; rm -rf /");
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("is not a Slurm job id"));
     if (!saved.empty()) ::setenv("SLURM_JOB_ID", saved.c_str(), 1);
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("strangers on the caller's port during a call are refused and the results do not change", "[remote][once]") {
@@ -300,9 +336,10 @@ TEST_CASE("strangers on the caller's port during a call are refused and the resu
     // proof under another secret, a byte a second (tests/helpers/agent_impostor.py).
     mpify::Options options = on_this_host(2, 1);
     options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " strangers %C";
+    options.placement.template_idle = std::chrono::seconds(0);  // the impostor wraps each rank's agent
     const std::vector<int> sums = mpify::ranch(options, 3, in_library::add, 40, 2);
     CHECK(sums == std::vector<int>{42, 43, 44});  // a + b + rank
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("a flood of new connections on the caller's port during a 1 + 2 x 2 call locks no agent out",
@@ -314,9 +351,10 @@ TEST_CASE("a flood of new connections on the caller's port during a 1 + 2 x 2 ca
     mpify::Options options = on_this_host(2, 2);
     options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " flood " +
                                 MPIFY_TEST_CONNECTION_FLOOD + " " + folder + " %C";
+    options.placement.template_idle = std::chrono::seconds(0);  // the impostor wraps each rank's agent
     const std::vector<int> sums = mpify::ranch(options, 5, in_library::add, 40, 2);
     CHECK(sums == std::vector<int>{42, 43, 44, 45, 46});  // a + b + rank
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
     std::ifstream report(folder + "/flood");
     double connections = 0, seconds = 1;
     report >> connections >> seconds;
@@ -329,6 +367,7 @@ TEST_CASE("an agent whose mpify was built with another LibTorch is an error nami
     mpify::Options options = on_this_host(1, 1);
     options.placement.command =
         "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " torch " + MPIFY_VERSION_STRING + " %C";
+    options.placement.template_idle = std::chrono::seconds(0);  // the impostor wraps each rank's agent
     try {
         mpify::ranch(options, 2, in_library::add, 1, 2);
         FAIL("ranch returned");
@@ -337,12 +376,13 @@ TEST_CASE("an agent whose mpify was built with another LibTorch is an error nami
                                              "0.0.0-impostor, this caller's is built with LibTorch " +
                                              std::string(MPIFY_TORCH_VERSION_STRING)));
     }
-    CHECK(mpify_test::has_no_children());
+    CHECK(no_processes_left());
 }
 
 TEST_CASE("an agent of another mpify version is an error naming both versions", "[remote][once]") {
     mpify::Options options = on_this_host(1, 1);
     options.placement.command = "python3 " + std::string(MPIFY_TEST_AGENT_IMPOSTOR) + " version %C";
+    options.placement.template_idle = std::chrono::seconds(0);  // the impostor wraps each rank's agent
     try {
         mpify::ranch(options, 2, in_library::add, 1, 2);
         FAIL("ranch returned");
@@ -351,5 +391,76 @@ TEST_CASE("an agent of another mpify version is an error naming both versions", 
                    Catch::Contains("the agent on impostor-host runs mpify 0.0.0-impostor, this caller mpify " +
                                    std::string(MPIFY_VERSION_STRING)));
     }
+    CHECK(no_processes_left());
+}
+
+TEST_CASE("a host's node template forks the agents and workers of later calls, and ends when stopped or idle",
+          "[remote][once]") {
+    mpify::Options options = on_this_host(1, 2);
+    options.caller_rank = std::nullopt;
+    using Parent = std::pair<int, std::string>;
+    const std::vector<Parent> first = mpify::ranch(options, 2, in_library::parent);
+    const std::vector<Parent> second = mpify::ranch(options, 2, in_library::parent);
+    REQUIRE(first.size() == 2);
+    REQUIRE(second.size() == 2);
+    const pid_t node_template = first[0].first;
+    CHECK(first[0].second == "mpify-node-tmpl");
+    CHECK(first[1].first == node_template);  // one template for the host
+    CHECK(second[0].first == node_template);  // and the same one, kept between calls
+    CHECK(second[1].first == node_template);
+    CHECK(alive(node_template));
+    mpify::stop_node_templates();
+    CHECK(mpify_test::wait_for_exit(node_template, 3000));
     CHECK(mpify_test::has_no_children());
+
+    options.placement.template_idle = std::chrono::seconds(1);
+    const pid_t idle_template = mpify::ranch(options, 2, in_library::parent)[0].first;
+    CHECK(idle_template != node_template);
+    CHECK(mpify_test::wait_for_exit(idle_template, 5000));  // a second without calls ends it
+    const std::vector<Parent> after_idle = mpify::ranch(options, 2, in_library::parent);
+    CHECK(after_idle[0].second == "mpify-node-tmpl");  // a new template for the next call
+    CHECK(after_idle[0].first != idle_template);
+
+    options.placement.template_idle = std::chrono::seconds(0);  // each rank its own launcher and agent
+    const std::vector<Parent> without = mpify::ranch(options, 2, in_library::parent);
+    CHECK(without[0].second == "mpify-worker");
+    CHECK(without[0].first != without[1].first);
+    CHECK(no_processes_left());
+}
+
+TEST_CASE("a library changed on disk is never served by the node template that loaded it", "[remote][once]") {
+    mpify::Options options = on_this_host(1, 1);
+    options.caller_rank = std::nullopt;
+    const pid_t node_template = mpify::ranch(options, 1, in_library::parent)[0].first;
+    // The same bytes, a newer modification time: to the template, another file.
+    const std::string library = functions_library();
+    REQUIRE_FALSE(library.empty());
+    struct stat before{};
+    REQUIRE(::stat(library.c_str(), &before) == 0);
+    timespec newer[2] = {before.st_atim, before.st_mtim};
+    newer[1].tv_sec += 1;
+    REQUIRE(::utimensat(AT_FDCWD, library.c_str(), newer, 0) == 0);
+    const std::pair<int, std::string> exec_d = mpify::ranch(options, 1, in_library::parent)[0];
+    CHECK(exec_d.second == "mpify-agent");  // the worker's parent is its agent, which exec'd it
+    CHECK(mpify_test::wait_for_exit(node_template, 5000));  // and the template retired
+    const std::pair<int, std::string> renewed = mpify::ranch(options, 1, in_library::parent)[0];
+    CHECK(renewed.second == "mpify-node-tmpl");
+    CHECK(renewed.first != node_template);
+    const timespec back[2] = {before.st_atim, before.st_mtim};
+    ::utimensat(AT_FDCWD, library.c_str(), back, 0);
+    CHECK(no_processes_left());
+}
+
+TEST_CASE("a node template killed mid-call loses the ranks it served, named, and leaves nothing", "[remote][once]") {
+    auto printed = std::make_shared<PrintedPids>();
+    mpify::Options options = on_this_host(1, 2);
+    options.caller_rank = std::nullopt;
+    const mpify::WorkerError e = error_once_rank_1s_parent_is_killed(options, printed);  // the template
+    REQUIRE_FALSE(e.failures().empty());
+    CHECK(e.failures()[0].kind == mpify::RankFailure::Kind::lost);
+    CHECK_THAT(e.what(), Catch::Contains("on " + host_name() + " was lost"));
+    for (pid_t pid : printed->pids) CHECK(mpify_test::wait_for_exit(pid, 2000));
+    // The next call starts a new template.
+    CHECK(mpify::ranch(options, 2, in_library::add, 1, 2) == std::vector<int>{3, 4});
+    CHECK(no_processes_left());
 }

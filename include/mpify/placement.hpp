@@ -71,6 +71,16 @@ struct Placement {
     /// How long the agents have to connect back once the launchers started (the call's
     /// timeout, when shorter, wins).
     std::chrono::milliseconds start_timeout{60'000};
+    /// How long each host's *node template* stays once idle. On the first call that
+    /// places ranks on a host, the launcher starts one mpify-worker there as its node
+    /// template (one launcher per host instead of one per rank and call); it loads the
+    /// function's library (and so LibTorch) once, and forks each call's rank agents and
+    /// workers, so later calls start their remote ranks in milliseconds. It ends when this
+    /// process ends, after this long without a call's ranks, or with
+    /// mpify::stop_node_templates(); under Slurm, as a step, with the allocation.
+    /// 0 s: no node templates; each rank is started by a launcher of its own, every call.
+    /// MPIFY_SPAWNER=exec also turns them off.
+    std::chrono::seconds template_idle{600};
 
     /// Ranks started by running `command` (see Launcher::command) for each, on `hosts`.
     static Placement by_command(std::string command, std::vector<std::string> hosts, int ranks_per_host = 1) {
@@ -102,6 +112,11 @@ struct Placement {
         return placement;
     }
 };
+
+/// Ends the node templates this process started on other machines (see
+/// Placement::template_idle), and their launchers; a later call starts new ones. They end
+/// by themselves when this process ends: this is for giving the hosts back sooner.
+MPIFY_API void stop_node_templates() noexcept;
 
 namespace detail {
 

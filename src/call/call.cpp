@@ -96,7 +96,8 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
         if (options_.caller_rank != rank) ranks.push_back(rank);
     if (remote)
         remote_.emplace(resolve_placement(options_.placement, static_cast<int>(ranks.size())), ranks, plan_.n,
-                        deadline_, InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }});
+                        deadline_, InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }},
+                        variables);
     try {
         for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);

@@ -56,6 +56,11 @@ constexpr const char* restart_count_env_var = "MPIFY_RESTART_COUNT";
 constexpr const char* connect_env_var = "MPIFY_CONNECT";
 constexpr const char* connect_rank_env_var = "MPIFY_CONNECT_RANK";
 
+/// The mark of a node's template (worker/node_template.hpp): how many seconds it stays
+/// once idle (0: until its caller ends it). Its requests come on its stdin
+/// (contract/node_template_request.hpp).
+constexpr const char* node_template_env_var = "MPIFY_NODE_TEMPLATE";
+
 /// The mark of a remote rank's stand-in ("k@host"), and the fd of its link to the agent.
 constexpr const char* stand_in_env_var = "MPIFY_STAND_IN";
 constexpr int stand_in_link_fd = 4;

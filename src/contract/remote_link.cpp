@@ -208,6 +208,22 @@ WorkerEnd decode_end(std::string_view payload) {
     return end;
 }
 
+std::string encode_started(const WorkerStarted& started) {
+    ByteWriter out;
+    out.i64(started.pid);
+    out.str(started.how);
+    return out.take();
+}
+
+WorkerStarted decode_started(std::string_view payload) {
+    Reader in(payload, "mpify: a remote worker's start");
+    WorkerStarted started;
+    started.pid = in.i64("its pid");
+    started.how = in.str("how it started");
+    in.expect_end();
+    return started;
+}
+
 std::string encode_number(std::int64_t value) {
     ByteWriter out;
     out.i64(value);

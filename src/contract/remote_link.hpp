@@ -179,7 +179,16 @@ struct WorkerEnd {
 std::string encode_end(const WorkerEnd& end);
 WorkerEnd decode_end(std::string_view payload);
 
-/// An 8-byte number (started's pid, signal's signal).
+/// started: the worker's pid on its machine, and how it was started there ("forked by
+/// the node's template", or "exec'd" and why), for the caller's debug log.
+struct WorkerStarted {
+    std::int64_t pid = -1;
+    std::string how;
+};
+std::string encode_started(const WorkerStarted& started);
+WorkerStarted decode_started(std::string_view payload);
+
+/// An 8-byte number (signal's signal).
 std::string encode_number(std::int64_t value);
 std::int64_t decode_number(std::string_view payload, const char* what);
 

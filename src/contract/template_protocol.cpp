@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <system_error>
 
@@ -118,18 +119,35 @@ std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd
     return decode_fork_request(*bytes);
 }
 
-void send_reply(int socket, const TemplateReply& reply) {
+void send_reply(int socket, const TemplateReply& reply, const std::vector<int>& fds) {
     ByteWriter out;
     out.u32(static_cast<std::uint32_t>(reply.status));
     out.i64(reply.pid);
     out.str(reply.message);
-    send_message(socket, out.take(), {});
+    send_message(socket, out.take(), fds);
 }
 
-TemplateReply receive_reply(int socket) {
-    const std::optional<std::string> bytes = receive_message(socket, nullptr);
+TemplateReply receive_reply(int socket, std::vector<UniqueFd>* fds) {
+    const std::optional<std::string> bytes = receive_message(socket, fds);
     if (!bytes) throw std::runtime_error("the template closed its socket");
     return decode_reply(*bytes);
+}
+
+std::string encode_worker_end(int code, int status) {
+    ByteWriter out;
+    out.i64(code);
+    out.i64(status);
+    return out.take();
+}
+
+std::pair<int, int> decode_worker_end(std::string_view text) {
+    Reader in(text, "mpify: how a node template's worker ended");
+    const auto code = in.i64("its waitid code");
+    const auto status = in.i64("its status");
+    in.expect_end();
+    if (code < INT_MIN || code > INT_MAX || status < INT_MIN || status > INT_MAX)
+        throw std::runtime_error("mpify: a node template's worker ended with an impossible status");
+    return {static_cast<int>(code), static_cast<int>(status)};
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -8,6 +8,11 @@
 //   template -> caller:                             TemplateReply (the worker's pid, or why not)
 //
 // The caller closing its end is the template's signal to exit.
+//
+// A node's template (worker/node_template.hpp) speaks the same with each agent it forked,
+// with two differences, since the worker is the template's child there and not the
+// agent's: its ok reply carries the worker's pidfd, and when the worker has ended and
+// been reaped, a worker_ended reply says how (pid and encode_worker_end in its message).
 #include "common/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -16,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <mpify/abi.hpp>
@@ -36,9 +42,11 @@ enum class TemplateStatus : std::uint32_t {
     /// The fork found no process slot (EAGAIN: a process limit, a cgroup's pids.max),
     /// where the template itself takes one.
     no_process_slot = 4,
+    /// A node template's worker has ended: pid is its pid, message encode_worker_end.
+    worker_ended = 5,
 };
 /// The highest status a reply may carry: a decoder refuses any above it.
-constexpr TemplateStatus last_template_status = TemplateStatus::no_process_slot;
+constexpr TemplateStatus last_template_status = TemplateStatus::worker_ended;
 
 struct TemplateReply {
     TemplateStatus status = TemplateStatus::ok;
@@ -53,14 +61,21 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
 /// Throws std::runtime_error on a malformed message.
 std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd>& fds);
 
-/// Throws std::system_error if the other end is gone.
-void send_reply(int socket, const TemplateReply& reply);
+/// Throws std::system_error if the other end is gone. `fds` ride along (a node
+/// template's ok reply carries the worker's pidfd).
+void send_reply(int socket, const TemplateReply& reply, const std::vector<int>& fds = {});
 
 /// The bytes of one message, decoded: lengths checked against the bytes present, an
 /// unknown status and trailing bytes refused. Throw std::runtime_error saying what is wrong.
 ForkRequest decode_fork_request(std::string_view bytes);
 TemplateReply decode_reply(std::string_view bytes);
-/// Throws std::system_error on I/O errors and std::runtime_error on end of stream.
-TemplateReply receive_reply(int socket);
+/// Throws std::system_error on I/O errors and std::runtime_error on end of stream. The
+/// fds that came with it go to `fds` when given, else are closed.
+TemplateReply receive_reply(int socket, std::vector<UniqueFd>* fds = nullptr);
+
+/// How a node template's worker ended, as waitid said (si_code, si_status), in a
+/// worker_ended reply's message; decode throws std::runtime_error on anything else.
+std::string encode_worker_end(int code, int status);
+std::pair<int, int> decode_worker_end(std::string_view text);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -2,6 +2,7 @@
 
 #include "common/debug_log.hpp"
 #include "common/endpoint.hpp"
+#include "common/load_time_environment.hpp"
 #include "common/environment_list.hpp"
 #include "common/poll_set.hpp"
 #include "common/posix.hpp"
@@ -10,7 +11,9 @@
 #include "contract/remote_link.hpp"
 #include "spawn/command_output.hpp"
 #include "spawn/exec_spawner.hpp"
+#include "spawn/launcher_process.hpp"
 #include "spawn/library_shipping.hpp"
+#include "spawn/node_templates.hpp"
 #include "spawn/worker_host.hpp"
 
 #include <mpify/error.hpp>
@@ -31,12 +34,8 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// How much of a launcher's output is kept for the error that names it.
-constexpr std::size_t launcher_tail_bytes = 2048;
-// How long launchers have to end by themselves once the call is over, before SIGTERM;
-// and after SIGTERM, before SIGKILL.
+// How long launchers have to end by themselves once the call is over, before SIGTERM.
 constexpr std::chrono::milliseconds launcher_farewell{1000};
-constexpr std::chrono::milliseconds launcher_grace{1000};
 
 // The template with %H, %C and %% replaced. Throws UsageError on any other %.
 std::string filled_template(const std::string& pattern, const std::string& host, const std::string& command) {
@@ -78,27 +77,14 @@ void check_placement(const Placement& placement, std::size_t remote_ranks) {
 
 }  // namespace
 
-// A launcher process: /bin/sh running the placement's command for one rank.
+// How a rank's agent was started: by a launcher of its own, or by its host's node template.
 struct RemoteRanks::Launched {
     int rank = -1;
     std::string host;
-    std::string command;   // what /bin/sh ran: in errors and the debug log
-    ChildProcess process;
-    UniqueFd output;       // its stdout and stderr
-    std::string tail;      // the last of what it wrote
-    bool reaped = false;
-    siginfo_t end{};
-
-    // Takes what its output holds now (non-blocking), keeping the tail.
-    void read_output() {
-        if (!output) return;
-        const DrainEnd end = drain_available(output.get(), [this](std::string_view piece) {
-            tail.append(piece.data(), piece.size());
-            if (tail.size() > launcher_tail_bytes) tail.erase(0, tail.size() - launcher_tail_bytes);
-            return true;
-        });
-        if (end == DrainEnd::closed) output.reset();
-    }
+    LauncherProcess* launcher = nullptr;    // its own, or its node template's
+    std::unique_ptr<LauncherProcess> own;   // a launcher for this rank of this call
+    std::shared_ptr<NodeTemplate> node;     // or the node template asked for its agent
+    std::string node_command;               // that template's launcher command
 };
 
 struct RemoteRanks::Rank {
@@ -107,13 +93,23 @@ struct RemoteRanks::Rank {
 };
 
 RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
-                         std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt)
+                         std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt,
+                         const std::map<std::string, std::string>& call_variables)
     : secret_(CallSecret::fresh()) {
     check_placement(placement, ranks.size());
     started_at_ = Clock::now();
     listener_.emplace(address_toward_hosts(placement.caller_address, placement.hosts), placement.port);
+    endpoint_ = fmt::format("tcp:{}:{}", listener_->address(), listener_->port());
     local_worker_program_ = find_mpify_worker();
     worker_program_ = placement.worker_program.empty() ? local_worker_program_ : placement.worker_program;
+    if (placement.template_idle.count() > 0 && effective_spawner(Spawner::warm_template) == Spawner::warm_template) {
+        // The template loads the libraries its workers use: with their load-time variables.
+        node_template_program_ = fmt::format(
+            "env {}", shell_quoted(fmt::format("{}={}", node_template_env_var, placement.template_idle.count())));
+        for (const auto& [name, value] : call_variables)
+            if (read_at_load(name + "=")) node_template_program_ += " " + shell_quoted(name + "=" + value);
+        node_template_program_ += " " + shell_quoted(worker_program_);
+    }
     const Clock::time_point deadline = sooner(call_deadline, Clock::now() + placement.start_timeout).value();
     try {
         for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -131,22 +127,23 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
 }
 
 void RemoteRanks::launch(const Placement& placement, int rank, const std::string& host) {
-    const std::string agent =
-        fmt::format("env {} {} {}",
-                    shell_quoted(fmt::format("{}=tcp:{}:{}", connect_env_var, listener_->address(), listener_->port())),
-                    shell_quoted(fmt::format("{}={}", connect_rank_env_var, rank)), shell_quoted(worker_program_));
     auto launched = std::make_unique<Launched>();
     launched->rank = rank;
     launched->host = host;
-    launched->command = filled_template(placement.command, host, agent);
-    debug_line(fmt::format("rank {} on {}: launcher: {}", rank, host, launched->command));
+    if (!node_template_program_.empty()) {
+        launched->node_command = filled_template(placement.command, host, node_template_program_);
+        ask_node_template(*launched);
+        launched_.push_back(std::move(launched));
+        return;
+    }
+    const std::string agent =
+        fmt::format("env {} {} {}", shell_quoted(fmt::format("{}={}", connect_env_var, endpoint_)),
+                    shell_quoted(fmt::format("{}={}", connect_rank_env_var, rank)), shell_quoted(worker_program_));
+    const std::string command = filled_template(placement.command, host, agent);
+    debug_line(fmt::format("rank {} on {}: launcher: {}", rank, host, command));
     Pipe secret_in = make_pipe();
-    Pipe output = make_pipe();
-    LaunchSpec spec = shell_command(launched->command, output.write_end.get());
-    spec.stdin_fd = secret_in.read_end.get();
-    launched->process = spawn_by_exec(spec);
-    launched->output = std::move(output.read_end);
-    set_blocking(launched->output.get(), false);
+    launched->own = start_launcher(command, secret_in.read_end.get());
+    launched->launcher = launched->own.get();
     // The secret as the first line of its stdin: 65 bytes, which any pipe takes at once.
     const std::string line = secret_.hex() + "\n";
     try {
@@ -157,6 +154,22 @@ void RemoteRanks::launch(const Placement& placement, int rank, const std::string
     launched_.push_back(std::move(launched));
 }
 
+void RemoteRanks::ask_node_template(Launched& launched) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        launched.node = node_template(launched.node_command);
+        launched.launcher = launched.node->launcher.get();
+        if (ask_for_agent(*launched.node, {launched.rank, endpoint_, secret_.hex()})) {
+            debug_line(fmt::format("rank {} on {}: agent asked of the node template: {}", launched.rank, launched.host,
+                                   launched.node_command));
+            return;
+        }
+        discard_node_template(launched.node_command);  // it ended, or reads nothing: a new one
+    }
+    if (!launched.launcher->ended()) launcher_failed(launched, "took no request on its stdin");
+    launched.launcher->reap();
+    launcher_failed(launched, "ended before its agent connected back");
+}
+
 void RemoteRanks::admit(int world_size, Clock::time_point deadline, const InterruptSignal& interrupt) {
     std::vector<bool> wanted(static_cast<std::size_t>(world_size), false);
     for (const auto& launched : launched_) wanted[static_cast<std::size_t>(launched->rank)] = true;
@@ -164,7 +177,7 @@ void RemoteRanks::admit(int world_size, Clock::time_point deadline, const Interr
         // A launcher that ends before its agent is in, and an interrupt, end the admission.
         std::vector<int> watched{interrupt.fd};
         for (const auto& launched : launched_)
-            if (ranks_.count(launched->rank) == 0) watched.push_back(launched->process.pidfd.get());
+            if (ranks_.count(launched->rank) == 0) watched.push_back(launched->launcher->process.pidfd.get());
         for (auto& [rank, link] : listener_->admit(secret_, world_size, wanted, deadline, std::chrono::seconds(5),
                                                    watched, interrupt.check)) {
             wanted[static_cast<std::size_t>(rank)] = false;
@@ -173,12 +186,17 @@ void RemoteRanks::admit(int world_size, Clock::time_point deadline, const Interr
         if (interrupt.check && interrupt.check())
             throw Interrupted("mpify: interrupted while the remote ranks were starting; every launcher was stopped");
         for (auto& launched : launched_) {
-            launched->read_output();
-            if (ranks_.count(launched->rank) != 0) continue;
-            pollfd ended{launched->process.pidfd.get(), POLLIN, 0};
-            if (::poll(&ended, 1, 0) != 1) continue;
-            launched->reaped = wait_for_child(launched->process.pid, &launched->end);
-            launched->read_output();
+            launched->launcher->read_output();
+            if (ranks_.count(launched->rank) != 0 || !launched->launcher->ended()) continue;
+            launched->launcher->reap();
+            // A template may end just as it is asked (idle, or retiring): once, a new one.
+            if (launched->node && renewed_.insert(launched->node_command).second) {
+                discard_node_template(launched->node_command);
+                for (auto& other : launched_)
+                    if (other->node_command == launched->node_command && ranks_.count(other->rank) == 0)
+                        ask_node_template(*other);
+                continue;
+            }
             launcher_failed(*launched, "ended before its agent connected back");
         }
         if (ranks_.size() < launched_.size() && Clock::now() >= deadline) {
@@ -216,6 +234,9 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
         const LinkMessage answer = receive_link_message(state.link.get(), answer_by, "the remote worker's start");
         if (answer.type == LinkType::refused) why = answer.payload;
         else if (answer.type != LinkType::started) why = "its agent answered the start with something else";
+        else
+            debug_line(fmt::format("rank {} on {}: its worker was {}", rank, state.host,
+                                   decode_started(answer.payload).how));
     } catch (const std::exception& e) {
         why = e.what();
     }
@@ -273,14 +294,17 @@ std::string RemoteRanks::since_start() const {
 }
 
 void RemoteRanks::launcher_failed(const Launched& launched, const std::string& what) {
-    const std::string how = launched.reaped ? " (" + how_it_ended(launched.end) + ")" : "";
-    std::string text = fmt::format("mpify: the launcher of rank {} on {} {}{}: {}", launched.rank, launched.host, what,
-                                   how, launched.command);
-    if (!launched.tail.empty()) text += "\nits last output:\n" + launched.tail;
+    const LauncherProcess& launcher = *launched.launcher;
+    const std::string how = launcher.reaped ? " (" + how_it_ended(launcher.end) + ")" : "";
+    const char* whose = launched.node ? "the node template for" : "the launcher of";
+    std::string text = fmt::format("mpify: {} rank {} on {} {}{}: {}", whose, launched.rank, launched.host, what, how,
+                                   launcher.command);
+    if (!launcher.tail.empty()) text += "\nits last output:\n" + launcher.tail;
     const auto& refused = listener_->refusals();
     if (!refused.empty())
         text += fmt::format("\nconnections refused on the caller's port: {} (the latest: {})",
                             listener_->refused_count(), refused.back());
+    if (launched.node) discard_node_template(launched.node_command);  // the next call starts a new one
     throw SpawnError(text);
 }
 
@@ -292,19 +316,11 @@ RemoteRanks::~RemoteRanks() {
 void RemoteRanks::stop_launchers(std::chrono::milliseconds farewell) noexcept {
     // When the call went well, their agents have ended (the call's supervisor reaped every
     // stand-in) and the launchers end by themselves within `farewell`; whatever is left
-    // is stopped, with what it started (its process group).
+    // is stopped, with what it started (its process group). Node templates stay.
     const Clock::time_point farewell_ends = Clock::now() + farewell;
-    for (auto& launched : launched_) {
-        if (launched->reaped) continue;
-        pollfd ended{launched->process.pidfd.get(), POLLIN, 0};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(farewell_ends - Clock::now());
-        if (::poll(&ended, 1, static_cast<int>(std::max<long long>(0, left.count()))) != 1) {
-            ::kill(-launched->process.pid, SIGTERM);
-            (void)::poll(&ended, 1, static_cast<int>(launcher_grace.count()));
-        }
-        ::kill(-launched->process.pid, SIGKILL);  // what the launcher started and left behind
-        launched->reaped = wait_for_child(launched->process.pid, &launched->end);
-    }
+    for (auto& launched : launched_)
+        if (launched->own)
+            launched->own->stop(std::chrono::duration_cast<std::chrono::milliseconds>(farewell_ends - Clock::now()));
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,8 @@ public:
     /// command and its last lines when one ends first or a rank does not come in time
     /// (and the refused connections, if any), Interrupted when `interrupt` comes first.
     RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
-                std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt);
+                std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt,
+                const std::map<std::string, std::string>& call_variables);
     ~RemoteRanks();
     RemoteRanks(const RemoteRanks&) = delete;
     RemoteRanks& operator=(const RemoteRanks&) = delete;
@@ -63,6 +65,9 @@ private:
     struct Launched;
     struct Rank;
     void launch(const Placement& placement, int rank, const std::string& host);
+    /// Asks the node template of `launched` for its agent (a new template when the one
+    /// running takes no request). Throws SpawnError when none does.
+    void ask_node_template(Launched& launched);
     void admit(int world_size, Clock::time_point deadline, const InterruptSignal& interrupt);
     void greet(Rank& rank, Clock::time_point deadline);
     [[noreturn]] void launcher_failed(const Launched& launched, const std::string& what);
@@ -75,6 +80,11 @@ private:
     CallSecret secret_;
     std::string local_worker_program_;  // mpify-worker here: the stand-ins
     std::string worker_program_;        // mpify-worker on the hosts: the agents
+    std::string endpoint_;              // where agents connect back, as MPIFY_CONNECT says it
+    /// The command that starts a node template on a host (%C of the placement's command);
+    /// empty: no node templates, a launcher per rank.
+    std::string node_template_program_;
+    std::set<std::string> renewed_;     // node templates started again during this call
     std::vector<std::unique_ptr<Launched>> launched_;
     std::map<int, Rank> ranks_;
     Clock::time_point started_at_;

@@ -29,6 +29,15 @@ Spawner effective_spawner(Spawner requested) {
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
                            int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
                            int stdin_fd) {
+    const SpawnFunction spawn = [&](const LaunchSpec& spec) {
+        return spawner == Spawner::exec ? spawn_by_exec(spec) : spawn_from_template(host, spec);
+    };
+    return start_worker_with(spawn, host, relay, std::move(env), shared_args_fd, deadline, stdin_fd);
+}
+
+StartedWorker start_worker_with(const SpawnFunction& spawn, const WorkerHost& host, Relay relay,
+                                std::vector<std::string> env, int shared_args_fd,
+                                std::optional<std::chrono::steady_clock::time_point> deadline, int stdin_fd) {
     StartedWorker started;
     // The child's ends: they close when this function returns, once the worker holds them.
     UniqueFd child_channel, child_out, child_err, devnull;
@@ -64,7 +73,7 @@ StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay,
     spec.stdin_fd = stdin_fd;
     spec.deadline = deadline;
     spec.own_process_group = true;  // stopping the rank stops what it started
-    started.process = spawner == Spawner::exec ? spawn_by_exec(spec) : spawn_from_template(host, spec);
+    started.process = spawn(spec);
     return started;
 }
 

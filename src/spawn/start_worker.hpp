@@ -8,6 +8,7 @@
 
 #include <mpify/options.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,14 @@ struct StartedWorker {
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
                            int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
                            int stdin_fd = -1);
+
+/// Makes a process from a worker's LaunchSpec: its fds, environment and program.
+using SpawnFunction = std::function<ChildProcess(const LaunchSpec&)>;
+
+/// start_worker with its process made by `spawn` (e.g. a node's template, asked by an
+/// agent), which throws what it throws.
+StartedWorker start_worker_with(const SpawnFunction& spawn, const WorkerHost& host, Relay relay,
+                                std::vector<std::string> env, int shared_args_fd,
+                                std::optional<std::chrono::steady_clock::time_point> deadline, int stdin_fd = -1);
 
 MPIFY_END_DETAIL_NAMESPACE

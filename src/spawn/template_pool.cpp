@@ -1,5 +1,6 @@
 #include "spawn/template_pool.hpp"
 
+#include "common/load_time_environment.hpp"
 #include "contract/process_contract.hpp"
 #include "spawn/exec_spawner.hpp"
 #include "spawn/template_client.hpp"
@@ -23,25 +24,6 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
-
-// Variables that libraries read as they load (the loader, glibc's malloc, OpenMP, BLAS):
-// a template that started with other values would give its workers the wrong ones.
-constexpr const char* load_time_prefixes[] = {"LD_",  "GLIBC_TUNABLES=", "MALLOC_", "OMP_", "GOMP_", "KMP_",
-                                              "MKL_", "OPENBLAS_"};
-
-bool read_at_load(const std::string& entry) {
-    return std::any_of(std::begin(load_time_prefixes), std::end(load_time_prefixes),
-                       [&](const char* prefix) { return entry.rfind(prefix, 0) == 0; });
-}
-
-std::string load_time_signature(const std::vector<std::string>& env) {
-    std::vector<std::string> entries;
-    std::copy_if(env.begin(), env.end(), std::back_inserter(entries), read_at_load);
-    std::sort(entries.begin(), entries.end());
-    std::string signature;
-    for (const std::string& entry : entries) signature += entry + '\n';
-    return signature;
-}
 
 // A worker's environment without what makes it one rank's worker.
 std::vector<std::string> template_environment(const std::vector<std::string>& worker_env) {

@@ -97,6 +97,10 @@ void serve_if_connecting() {
         give_up(where, rank,
                 std::string(connect_secret_env_var) +
                     " (or the first line of stdin) is missing or not a call's secret");
+    join_caller_as_agent(where, *secret, rank, UniqueFd());
+}
+
+void join_caller_as_agent(const std::string& where, const CallSecret& secret, int rank, UniqueFd node_template) {
     try {
         const Endpoint caller = Endpoint::parse(where, connect_env_var);
         const Clock::time_point proven_by = Clock::now() + proof_patience;
@@ -106,7 +110,7 @@ void serve_if_connecting() {
                 "Is the caller still running, and does this machine reach that address (a "
                 "firewall, a route)?");
             try {
-                prove_to_caller(channel.get(), *secret, rank, proven_by);
+                prove_to_caller(channel.get(), secret, rank, proven_by);
             } catch (const HandshakeCut&) {
                 // The caller closed it unanswered, making room in a flood of connections on
                 // its port: a new connection gets another turn, while there is time.
@@ -115,7 +119,7 @@ void serve_if_connecting() {
                 std::this_thread::sleep_for(pause);
                 continue;
             }
-            run_remote_agent(std::move(channel), where, rank);
+            run_remote_agent(std::move(channel), where, rank, std::move(node_template));
         }
     } catch (const std::exception& e) {
         give_up(where, rank, e.what());

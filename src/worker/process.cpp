@@ -3,6 +3,7 @@
 #include "common/environment_number.hpp"
 #include "contract/process_contract.hpp"
 #include "worker/connect_back_worker.hpp"
+#include "worker/node_template.hpp"
 #include "contract/init_ran.hpp"
 #include "worker/serve.hpp"
 #include "worker/stand_in.hpp"
@@ -24,6 +25,7 @@ void init(int /*argc*/, char** /*argv*/) {
     init_called = true;
     detail::serve_if_template();  // in a template, never returns (its workers go on below)
     detail::serve_if_worker();
+    detail::serve_if_node_template();  // a node's template, started by a launcher for a caller elsewhere
     detail::serve_if_connecting();   // a remote rank's agent, started by a launcher on its machine
     detail::serve_if_standing_in();  // a remote rank's stand-in, on the caller's machine
 }

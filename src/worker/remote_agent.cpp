@@ -7,7 +7,9 @@
 #include "contract/remote_link.hpp"
 #include "forensics/stack_collector.hpp"
 #include "forensics/stack_dump_format.hpp"
+#include "contract/template_protocol.hpp"
 #include "spawn/start_worker.hpp"
+#include "spawn/template_client.hpp"
 #include "worker/shipped_library.hpp"
 
 #include <mpify/abi.hpp>
@@ -22,6 +24,9 @@
 #include <fmt/format.h>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <tuple>
+#include <vector>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -42,10 +47,13 @@ constexpr std::chrono::milliseconds agent_stack_limit = stack_collection_limit *
     ::_exit(70);
 }
 
-// One remote rank's relay between its worker (a child of this process) and the link.
+// One remote rank's relay between its worker and the link. The worker is this process's
+// child, or the node template's (`node_template` open): then the template reaps it and
+// says how it ended.
 class Agent {
 public:
-    Agent(UniqueFd link, StartedWorker worker) : link_(std::move(link)), worker_(std::move(worker)) {
+    Agent(UniqueFd link, StartedWorker worker, UniqueFd node_template)
+        : link_(std::move(link)), worker_(std::move(worker)), node_template_(std::move(node_template)) {
         for (const UniqueFd* fd : {&link_, &worker_.channel, &worker_.out, &worker_.err})
             if (*fd) set_blocking(fd->get(), false);
     }
@@ -55,7 +63,9 @@ public:
     std::string run() {
         while (!ended_) {
             if (const std::string failure = relay_once(); !failure.empty()) {
-                kill_and_reap(worker_.process.pid, worker_.process.pidfd.get());
+                // The template reaps its own: killing it is all there is to do here.
+                if (node_template_) signal_child_and_group(worker_.process.pidfd.get(), worker_.process.pid, SIGKILL);
+                else kill_and_reap(worker_.process.pid, worker_.process.pidfd.get());
                 return failure;
             }
         }
@@ -68,7 +78,7 @@ private:
         PollSet& fds = poll_set_;
         fds.clear();
         fds.add(link_.get(), POLLIN | (to_link_.empty() ? 0 : POLLOUT));
-        fds.add(worker_.process.pidfd.get(), POLLIN);
+        fds.add(node_template_ ? node_template_.get() : worker_.process.pidfd.get(), POLLIN);
         fds.add(worker_.channel ? worker_.channel.get() : -1,
                 (room ? POLLIN : 0) | (to_channel_.empty() ? 0 : POLLOUT));
         fds.add(worker_.out && room ? worker_.out.get() : -1, POLLIN);
@@ -82,7 +92,10 @@ private:
         if (fds.revents(2) & (POLLIN | POLLHUP | POLLERR)) forward(worker_.channel, LinkType::channel);
         if (fds.revents(3)) forward(worker_.out, LinkType::out);
         if (fds.revents(4)) forward(worker_.err, LinkType::err);
-        if (fds.revents(1)) reap();
+        if (fds.revents(1)) {
+            if (!node_template_) reap();
+            else if (std::string failure = hear_template(); !failure.empty()) return failure;
+        }
 
         const Clock::time_point now = Clock::now();
         if (heartbeat_.silent(now))
@@ -156,12 +169,33 @@ private:
         // The worker has ended (its pidfd said so): what it started goes with it.
         signal_child_and_group(-1, worker_.process.pid, SIGKILL);
         if (!wait_for_child(worker_.process.pid, &info)) info.si_code = CLD_KILLED, info.si_status = SIGKILL;
+        tell_end(info.si_code, info.si_status);
+    }
+
+    // The node template says its worker ended (and was reaped). Or it is gone itself, and
+    // its workers with it (PDEATHSIG): then so is the rank, and so is this agent (its
+    // PDEATHSIG comes next); returns why.
+    std::string hear_template() {
+        int code = 0, status = 0;
+        try {
+            const TemplateReply said = receive_reply(node_template_.get());
+            if (said.status != TemplateStatus::worker_ended || said.pid != worker_.process.pid) return {};
+            std::tie(code, status) = decode_worker_end(said.message);
+        } catch (const std::exception& e) {
+            return fmt::format("the node's template ended ({}), and the worker with it", e.what());
+        }
+        node_template_.reset();
+        tell_end(code, status);
+        return {};
+    }
+
+    void tell_end(int code, int status) {
         reaped_ = true;
         // What the worker wrote before it ended is in its pipes: all of it goes first.
         forward(worker_.channel, LinkType::channel);
         forward(worker_.out, LinkType::out);
         forward(worker_.err, LinkType::err);
-        to_link_.push(LinkType::exited, encode_end({info.si_code == CLD_EXITED, info.si_status}));
+        to_link_.push(LinkType::exited, encode_end({code == CLD_EXITED, status}));
         ended_ = true;
     }
 
@@ -179,6 +213,7 @@ private:
 
     UniqueFd link_;
     StartedWorker worker_;
+    UniqueFd node_template_;
     LinkReader reader_;
     LinkQueue to_link_;
     OutgoingBytes to_channel_;
@@ -187,15 +222,41 @@ private:
     bool reaped_ = false, ended_ = false;
 };
 
+// Has the node's template fork the worker of `spec`, after loading `library` (the
+// function's, where this node has it). Throws std::runtime_error saying why not.
+ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const std::string& library) {
+    ForkRequest request;
+    request.caller = ::getpid();
+    request.library = library;
+    request.env = spec.env;
+    std::vector<int> fds{spec.channel_fd, spec.stdout_fd, spec.stderr_fd};
+    if (spec.args_fd >= 0) fds.push_back(spec.args_fd);
+    send_fork_request(node_template, request, fds);
+    PollSet ready;
+    ready.add(node_template, POLLIN);
+    if (ready.wait(Clock::now() + WarmTemplate::fork_answer_limit) == 0)
+        throw std::runtime_error(fmt::format("it did not answer within {} s", WarmTemplate::fork_answer_limit.count()));
+    std::vector<UniqueFd> pidfd;
+    const TemplateReply reply = receive_reply(node_template, &pidfd);
+    if (reply.status != TemplateStatus::ok) throw std::runtime_error(reply.message);
+    if (pidfd.size() != 1) throw std::runtime_error("its answer came without the worker's pidfd");
+    ChildProcess worker;
+    worker.pid = static_cast<pid_t>(reply.pid);
+    worker.pidfd = std::move(pidfd.front());
+    return worker;
+}
+
 // Says hello, places the call's libraries, takes the call's variables and starts the
-// worker with them.
-StartedWorker start_rank_worker(int link, int rank) {
+// worker with them: forked by the node's template when this agent has one (it is closed
+// when the template could not), else exec'd.
+StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
     send_link_message(link, LinkType::hello,
                       encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
     // Before the start come the call's libraries, each found here or received.
+    std::string library;
     LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     while (start.type == LinkType::library) {
-        answer_library_offer(link, decode_offer(start.payload), start_patience);
+        library = answer_library_offer(link, decode_offer(start.payload), start_patience);
         start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     }
     if (start.type != LinkType::start)
@@ -205,10 +266,28 @@ StartedWorker start_rank_worker(int link, int rank) {
     WorkerHost host;
     host.executable = "/proc/self/exe";  // this agent's own program: mpify-worker
     host.argv = {"mpify-worker", fmt::format("(rank {})", rank)};
+    std::string how = "exec'd: this agent has no node template";
+    if (node_template) {
+        try {
+            const SpawnFunction from_template = [&](const LaunchSpec& spec) {
+                return fork_from_node_template(node_template.get(), spec, library);
+            };
+            StartedWorker worker =
+                start_worker_with(from_template, host, Relay::lines, environment_with(variables), -1, std::nullopt);
+            send_link_message(link, LinkType::started,
+                              encode_started({worker.process.pid, "forked by the node template"}));
+            return worker;
+        } catch (const std::system_error& e) {  // the template is gone: exec, as without it
+            how = fmt::format("exec'd: the node template is gone ({})", e.what());
+        } catch (const std::runtime_error& e) {
+            how = fmt::format("exec'd: the node template could not fork it ({})", e.what());
+        }
+        node_template.reset();
+    }
     try {
         StartedWorker worker =
             start_worker(Spawner::exec, host, Relay::lines, environment_with(variables), -1, std::nullopt);
-        send_link_message(link, LinkType::started, encode_number(worker.process.pid));
+        send_link_message(link, LinkType::started, encode_started({worker.process.pid, how}));
         return worker;
     } catch (const std::exception& e) {
         send_link_message(link, LinkType::refused, e.what());  // the caller names this host itself
@@ -218,14 +297,14 @@ StartedWorker start_rank_worker(int link, int rank) {
 
 }  // namespace
 
-void run_remote_agent(UniqueFd link, const std::string& caller, int rank) {
+void run_remote_agent(UniqueFd link, const std::string& caller, int rank, UniqueFd node_template) {
     // A caller gone mid-write must be an error to read, not a signal that ends the agent
     // before it has stopped the worker.
     ::signal(SIGPIPE, SIG_IGN);
     std::string failure;
     try {
-        StartedWorker worker = start_rank_worker(link.get(), rank);
-        failure = Agent(std::move(link), std::move(worker)).run();
+        StartedWorker worker = start_rank_worker(link.get(), rank, node_template);
+        failure = Agent(std::move(link), std::move(worker), std::move(node_template)).run();
     } catch (const std::exception& e) {
         failure = e.what();
     }

@@ -17,7 +17,9 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Serves one remote rank over `link` (connected and proven) and ends the process: exit
 /// status 0 once the worker's end is reported, 70 when the link failed first (said on
-/// stderr with `caller`, the caller's address).
-[[noreturn]] void run_remote_agent(UniqueFd link, const std::string& caller, int rank);
+/// stderr with `caller`, the caller's address). With `node_template` open (this agent was
+/// forked by its node's template, worker/node_template.hpp), the worker is forked by that
+/// template, which reaps it and says how it ended; exec'd when the template cannot.
+[[noreturn]] void run_remote_agent(UniqueFd link, const std::string& caller, int rank, UniqueFd node_template);
 
 MPIFY_END_DETAIL_NAMESPACE

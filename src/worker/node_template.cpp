@@ -1,0 +1,318 @@
+#include "worker/node_template.hpp"
+
+#include "common/environment_number.hpp"
+#include "common/load_time_environment.hpp"
+#include "common/poll_set.hpp"
+#include "common/posix.hpp"
+#include "contract/node_template_request.hpp"
+#include "contract/process_contract.hpp"
+#include "contract/template_protocol.hpp"
+#include "spawn/exec_spawner.hpp"
+#include "worker/connect_back_worker.hpp"
+#include "worker/fork_for_parent.hpp"
+#include "worker/forked_worker.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <list>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace {
+
+// The fd at which a forked agent finds its socket to the template.
+constexpr int agent_template_fd = 3;
+
+std::vector<std::string> own_environment() {
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
+    return env;
+}
+
+void say(const std::string& text) {
+    std::fprintf(stderr, "mpify node template on %s: %s\n", this_host_name().c_str(), text.c_str());
+    std::fflush(stderr);
+}
+
+UniqueFd pidfd_of(pid_t pid) { return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
+
+class NodeTemplate {
+public:
+    explicit NodeTemplate(std::chrono::seconds idle_limit)
+        : idle_limit_(idle_limit), signature_(load_time_signature(own_environment())),
+          devnull_(open_dev_null(O_RDONLY)), last_busy_(Clock::now()) {
+        ::prctl(PR_GET_NAME, worker_name_);
+        ::prctl(PR_SET_NAME, "mpify-node-tmpl");
+        set_blocking(STDIN_FILENO, false);
+    }
+
+    [[noreturn]] void run() {
+        for (;;) {
+            PollSet fds;
+            fds.add(STDIN_FILENO, POLLIN);
+            for (const Agent& agent : agents_) {
+                fds.add(agent.socket ? agent.socket.get() : -1, POLLIN);
+                fds.add(agent.pidfd.get(), POLLIN);
+            }
+            for (const Worker& worker : workers_) fds.add(worker.pidfd.get(), POLLIN);
+            const bool idle = agents_.empty() && workers_.empty();
+            const std::chrono::seconds limit = retiring_ ? std::chrono::seconds(0) : idle_limit_;
+            std::optional<Clock::time_point> wake;
+            if (idle && limit.count() > 0) wake = last_busy_ + limit;
+            if (idle && retiring_) wake = Clock::now();
+            fds.wait(wake);
+
+            // Those polled are first in their lists: what serving them adds comes after.
+            std::size_t index = 1, agents_left = agents_.size(), workers_left = workers_.size();
+            for (auto agent = agents_.begin(); agents_left > 0; --agents_left, index += 2) {
+                if (fds.revents(index) != 0) serve_agent(*agent);
+                if (fds.revents(index + 1) == 0) {
+                    ++agent;
+                    continue;
+                }
+                wait_for_child(agent->pid);
+                forget_agent(*agent);
+                agent = agents_.erase(agent);
+            }
+            for (auto worker = workers_.begin(); workers_left > 0; --workers_left, ++index) {
+                if (fds.revents(index) == 0) {
+                    ++worker;
+                    continue;
+                }
+                reap(*worker);
+                worker = workers_.erase(worker);
+            }
+            if (fds.revents(0) != 0) read_requests();
+            if (!agents_.empty() || !workers_.empty()) last_busy_ = Clock::now();
+            else if (wake && Clock::now() >= *wake && !request_waiting()) ::_exit(0);
+        }
+    }
+
+private:
+    struct Agent {
+        pid_t pid = -1;
+        UniqueFd pidfd;
+        UniqueFd socket;  // closed once the agent closed its end
+    };
+    struct Worker {
+        pid_t pid = -1;
+        UniqueFd pidfd;
+        pid_t agent = -1;
+    };
+
+    bool request_waiting() const {
+        pollfd input{STDIN_FILENO, POLLIN, 0};
+        return ::poll(&input, 1, 0) == 1;
+    }
+
+    void read_requests() {
+        char buffer[4096];
+        for (;;) {
+            const ssize_t n = retry_on_eintr([&] { return ::read(STDIN_FILENO, buffer, sizeof buffer); });
+            if (n == 0) ::_exit(0);  // the caller ended, or ended this template: so do its agents, workers
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+                ::_exit(0);
+            }
+            pending_.append(buffer, static_cast<std::size_t>(n));
+        }
+        for (std::size_t end; (end = pending_.find('\n')) != std::string::npos;) {
+            const std::string line = pending_.substr(0, end);
+            pending_.erase(0, end + 1);
+            if (const std::optional<AgentRequest> request = parse_agent_request(line)) start_agent(*request);
+            else say("a line on its stdin is not a request; ignored");
+        }
+        if (pending_.size() > longest_agent_request) {
+            say("a request longer than any request; dropped");
+            pending_.clear();
+        }
+    }
+
+    void start_agent(const AgentRequest& request) {
+        last_busy_ = Clock::now();
+        if (retiring_ || thread_count() != 1) {
+            exec_agent(request);
+            return;
+        }
+        const std::optional<CallSecret> secret = parse_secret(request.secret_hex);
+        if (!secret) {
+            say(fmt::format("the request for rank {} has no call's secret; ignored", request.rank));
+            return;
+        }
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+            exec_agent(request);
+            return;
+        }
+        UniqueFd ours(pair[0]), its(pair[1]);
+        const pid_t parent = ::getpid();
+        const pid_t pid = ::fork();
+        if (pid < 0) {
+            say(fmt::format("cannot fork the agent of rank {}: {}", request.rank, std::strerror(errno)));
+            return;
+        }
+        if (pid == 0) become_agent(request, *secret, its.get(), parent);
+        Agent agent;
+        agent.pid = pid;
+        agent.pidfd = pidfd_of(pid);
+        agent.socket = std::move(ours);
+        agents_.push_back(std::move(agent));
+    }
+
+    // In the forked child: only the socket to the template, and the launcher's stdout and
+    // stderr, stay; it dies with the template.
+    [[noreturn]] void become_agent(const AgentRequest& request, const CallSecret& secret, int socket, pid_t parent) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(70);
+        ::dup2(devnull_.get(), STDIN_FILENO);
+        if (::dup2(socket, agent_template_fd) < 0) ::_exit(70);
+        ::fcntl(agent_template_fd, F_SETFD, FD_CLOEXEC);
+        if (::syscall(SYS_close_range, static_cast<unsigned>(agent_template_fd + 1), ~0U, 0U) != 0)
+            for (int fd = agent_template_fd + 1; fd < 65536; ++fd) ::close(fd);
+        ::prctl(PR_SET_NAME, "mpify-agent");
+        ::unsetenv(node_template_env_var);
+        join_caller_as_agent(request.endpoint, secret, request.rank, UniqueFd(agent_template_fd));
+    }
+
+    // An agent started as a launcher would start it: for a template that must not fork.
+    void exec_agent(const AgentRequest& request) {
+        std::vector<std::string> env;
+        for (std::string& entry : own_environment())
+            if (entry.rfind(std::string(node_template_env_var) + "=", 0) != 0) env.push_back(std::move(entry));
+        env.push_back(fmt::format("{}={}", connect_env_var, request.endpoint));
+        env.push_back(fmt::format("{}={}", connect_rank_env_var, request.rank));
+        env.push_back(fmt::format("{}={}", connect_secret_env_var, request.secret_hex));
+        LaunchSpec spec;
+        spec.executable = "/proc/self/exe";
+        spec.argv = {"mpify-worker", fmt::format("(agent of rank {})", request.rank)};
+        spec.env = std::move(env);
+        try {
+            ChildProcess started = spawn_by_exec(spec);
+            Agent agent;
+            agent.pid = started.pid;
+            agent.pidfd = std::move(started.pidfd);
+            agents_.push_back(std::move(agent));
+        } catch (const std::exception& e) {
+            say(fmt::format("cannot start the agent of rank {}: {}", request.rank, e.what()));
+        }
+    }
+
+    static std::optional<CallSecret> parse_secret(const std::string& hex) {
+        try {
+            return CallSecret::from_hex(hex);
+        } catch (const std::invalid_argument&) {
+            return std::nullopt;
+        }
+    }
+
+    void serve_agent(Agent& agent) {
+        std::vector<UniqueFd> fds;
+        std::optional<ForkRequest> request;
+        try {
+            request = receive_fork_request(agent.socket.get(), fds);
+        } catch (const std::exception&) {
+        }
+        if (!request) {  // the agent is gone or spoke nonsense: its workers go too
+            forget_agent(agent);
+            return;
+        }
+        request->caller = agent.pid;
+        TemplateReply reply = fork_worker(*request, fds);
+        std::vector<int> pidfd;
+        if (reply.status == TemplateStatus::ok) pidfd.push_back(workers_.back().pidfd.get());
+        try {
+            send_reply(agent.socket.get(), reply, pidfd);
+        } catch (const std::exception&) {
+            forget_agent(agent);
+        }
+    }
+
+    TemplateReply fork_worker(const ForkRequest& request, const std::vector<UniqueFd>& fds) {
+        if (fds.size() < 3) return {TemplateStatus::failed, -1, "a fork request came without its fds"};
+        if (load_time_signature(request.env) != signature_)
+            return {TemplateStatus::failed, -1,
+                    "the worker's load-time variables (LD_*, GLIBC_TUNABLES, OMP_*...) differ from the template's"};
+        TemplateReply ready = ready_to_fork(request);
+        if (ready.status == TemplateStatus::stale_library || ready.status == TemplateStatus::unusable) {
+            retiring_ = true;  // a fresh template serves the next call
+            say(ready.message + "; this template ends once idle");
+        }
+        if (ready.status != TemplateStatus::ok) return ready;
+        const pid_t pid = ::fork();
+        if (pid < 0)
+            return {errno == EAGAIN ? TemplateStatus::no_process_slot : TemplateStatus::failed, -1,
+                    fmt::format("fork failed: {}", std::strerror(errno))};
+        if (pid == 0) become_worker(request, fds, devnull_.get(), ::getppid(), worker_name_);
+        Worker worker;
+        worker.pid = pid;
+        worker.pidfd = pidfd_of(pid);
+        worker.agent = request.caller;
+        if (!worker.pidfd) {
+            kill_and_reap(pid);
+            return {TemplateStatus::failed, -1, fmt::format("pidfd_open: {}", std::strerror(errno))};
+        }
+        workers_.push_back(std::move(worker));
+        return {TemplateStatus::ok, pid, {}};
+    }
+
+    // The worker has ended: what it started goes with it, then its agent is told how it ended.
+    void reap(Worker& worker) {
+        ::kill(-worker.pid, SIGKILL);
+        siginfo_t info{};
+        if (!wait_for_child(worker.pid, &info)) info.si_code = CLD_KILLED, info.si_status = SIGKILL;
+        for (Agent& agent : agents_) {
+            if (agent.pid != worker.agent || !agent.socket) continue;
+            try {
+                send_reply(agent.socket.get(),
+                           {TemplateStatus::worker_ended, worker.pid, encode_worker_end(info.si_code, info.si_status)});
+            } catch (const std::exception&) {
+                forget_agent(agent);
+            }
+        }
+    }
+
+    // An agent whose socket closed: its workers are stopped (and reaped as they end).
+    void forget_agent(Agent& agent) {
+        agent.socket.reset();
+        for (const Worker& worker : workers_)
+            if (worker.agent == agent.pid) signal_child_and_group(worker.pidfd.get(), worker.pid, SIGKILL);
+    }
+
+    std::chrono::seconds idle_limit_;
+    std::string signature_;  // of the environment it loaded its libraries with
+    UniqueFd devnull_;
+    Clock::time_point last_busy_;
+    std::list<Agent> agents_;
+    std::list<Worker> workers_;
+    std::string pending_;  // stdin bytes not yet a whole line
+    bool retiring_ = false;
+    char worker_name_[16] = {};
+};
+
+}  // namespace
+
+void serve_if_node_template() {
+    if (std::getenv(node_template_env_var) == nullptr) return;
+    const auto idle =
+        environment_number(node_template_env_var, 600, Malformed::use_fallback, "mpify node template", 0, INT_MAX);
+    NodeTemplate(std::chrono::seconds(idle)).run();
+}
+
+MPIFY_END_DETAIL_NAMESPACE
