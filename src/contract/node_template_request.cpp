@@ -11,6 +11,10 @@ std::string format_agent_request(const AgentRequest& request) {
     return fmt::format("agent {} {} {}\n", request.rank, request.endpoint, request.secret_hex);
 }
 
+std::string agent_failure_notice(int rank, const std::string& endpoint) {
+    return fmt::format("the agent of rank {} for {} ended with a failure", rank, endpoint);
+}
+
 std::optional<AgentRequest> parse_agent_request(std::string_view line) {
     if (line.size() > longest_agent_request) return std::nullopt;
     std::istringstream words{std::string(line)};

@@ -24,6 +24,11 @@ struct AgentRequest {
 /// The longest line a template reads as one request.
 constexpr std::size_t longest_agent_request = 512;
 
+/// What the template says on its stderr (which its launcher brings back to the caller)
+/// when the agent of `rank` for the call at `endpoint` ends with a failure: an agent that
+/// cannot reach its caller says why just before.
+std::string agent_failure_notice(int rank, const std::string& endpoint);
+
 /// The line, with its newline.
 std::string format_agent_request(const AgentRequest& request);
 /// The request of one line (without its newline); nullopt when it is not one.

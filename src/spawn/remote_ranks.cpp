@@ -175,9 +175,13 @@ void RemoteRanks::admit(int world_size, Clock::time_point deadline, const Interr
     for (const auto& launched : launched_) wanted[static_cast<std::size_t>(launched->rank)] = true;
     while (ranks_.size() < launched_.size()) {
         // A launcher that ends before its agent is in, and an interrupt, end the admission.
+        // A node template says when an agent it forked failed: its output is watched too.
         std::vector<int> watched{interrupt.fd};
-        for (const auto& launched : launched_)
-            if (ranks_.count(launched->rank) == 0) watched.push_back(launched->launcher->process.pidfd.get());
+        for (const auto& launched : launched_) {
+            if (ranks_.count(launched->rank) != 0) continue;
+            watched.push_back(launched->launcher->process.pidfd.get());
+            if (launched->node && launched->launcher->output) watched.push_back(launched->launcher->output.get());
+        }
         for (auto& [rank, link] : listener_->admit(secret_, world_size, wanted, deadline, std::chrono::seconds(5),
                                                    watched, interrupt.check)) {
             wanted[static_cast<std::size_t>(rank)] = false;
@@ -187,7 +191,11 @@ void RemoteRanks::admit(int world_size, Clock::time_point deadline, const Interr
             throw Interrupted("mpify: interrupted while the remote ranks were starting; every launcher was stopped");
         for (auto& launched : launched_) {
             launched->launcher->read_output();
-            if (ranks_.count(launched->rank) != 0 || !launched->launcher->ended()) continue;
+            if (ranks_.count(launched->rank) != 0) continue;
+            if (launched->node &&
+                launched->launcher->tail.find(agent_failure_notice(launched->rank, endpoint_)) != std::string::npos)
+                launcher_failed(*launched, "saw its agent end before it connected back");
+            if (!launched->launcher->ended()) continue;
             launched->launcher->reap();
             // A template may end just as it is asked (idle, or retiring): once, a new one.
             if (launched->node && renewed_.insert(launched->node_command).second) {

@@ -88,7 +88,9 @@ public:
                     ++agent;
                     continue;
                 }
-                wait_for_child(agent->pid);
+                siginfo_t end{};
+                if (wait_for_child(agent->pid, &end) && !(end.si_code == CLD_EXITED && end.si_status == 0))
+                    say(agent_failure_notice(agent->request.rank, agent->request.endpoint));
                 forget_agent(*agent);
                 agent = agents_.erase(agent);
             }
@@ -108,6 +110,7 @@ public:
 
 private:
     struct Agent {
+        AgentRequest request;  // without its secret
         pid_t pid = -1;
         UniqueFd pidfd;
         UniqueFd socket;  // closed once the agent closed its end
@@ -171,6 +174,7 @@ private:
         }
         if (pid == 0) become_agent(request, *secret, its.get(), parent);
         Agent agent;
+        agent.request = {request.rank, request.endpoint, {}};
         agent.pid = pid;
         agent.pidfd = pidfd_of(pid);
         agent.socket = std::move(ours);
@@ -206,6 +210,7 @@ private:
         try {
             ChildProcess started = spawn_by_exec(spec);
             Agent agent;
+            agent.request = {request.rank, request.endpoint, {}};
             agent.pid = started.pid;
             agent.pidfd = std::move(started.pidfd);
             agents_.push_back(std::move(agent));

@@ -19,6 +19,7 @@
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
 //                 (the library file each rank loaded), after "library: PATH"
+// MPIFY_TEST_TEMPLATE_IDLE sets Placement::template_idle (0: a launcher per rank).
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
 #include "ddp_functions.hpp"
 #include "functions.hpp"
@@ -94,6 +95,9 @@ int main(int argc, char** argv) {
     }
     // Test clusters whose node names this machine cannot resolve say where to connect back.
     if (const char* address = std::getenv("MPIFY_TEST_CALLER_ADDRESS")) options.placement.caller_address = address;
+    // Cases that wrap each rank's agent in the launcher turn the node templates off.
+    if (const char* idle = std::getenv("MPIFY_TEST_TEMPLATE_IDLE"))
+        options.placement.template_idle = std::chrono::seconds(std::atoi(idle));
     options.timeout = std::chrono::milliseconds(std::atoi(argv[4]));
     const int n = 1 + static_cast<int>(hosts.size()) * options.placement.ranks_per_host;
     try {

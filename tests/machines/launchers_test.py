@@ -421,7 +421,7 @@ def unreachable_port_case(cluster, job, env, remote_caller):
         out, status, elapsed = seconds_after(caller, "launchers started", 120)
     finally:
         cluster.cut_from_caller("n2", cut=False)
-    check(status == 1 and "on n2 ended before its agent connected back" in out and
+    check(status == 1 and "on n2 saw its agent end before it connected back" in out and
           "cannot reach the caller's port" in out and elapsed is not None and elapsed < 5,
           f"Placement::slurm: the caller's port unreachable from n2 is an error naming it within 5 s of the "
           f"launch ({elapsed if elapsed is None else round(elapsed, 1)} s)", out)

@@ -69,6 +69,8 @@ def flood_case(hosts, caller, flooder):
         template = f"ip netns exec {hosts.names['b']} python3 {impostor} flood {flooder} {folder} %C"
         process = subprocess.Popen(["ip", "netns", "exec", hosts.names["a"], caller, "report", template, "2", "60000",
                                     hosts.addresses["b"], hosts.addresses["b"]],
+                                   # the impostor wraps each rank's agent: a launcher per rank
+                                   env=dict(os.environ, MPIFY_TEST_TEMPLATE_IDLE="0"),
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         out, status = finish(process, 120)
         with open(os.path.join(folder, "flood")) as report:
@@ -86,8 +88,10 @@ def run_cases(hosts, caller):
     out, status = finish(start(hosts, caller, "report", 60000, debug=True), 120)
     check(status == 0 and "rank 1: pid" in out and "rank 2: pid" in out and "done" in out,
           "two ranks on b return their results to the caller on a", out)
-    check(f"mpify debug: rank 2 on {hosts.addresses['b']}: launcher: ip netns exec {hosts.names['b']} env " in out
-          and "every agent connected back" in out, "MPIFY_DEBUG logs each launcher's command and the phases", out)
+    check(f"mpify debug: node template started: ip netns exec {hosts.names['b']} env " in out
+          and f"mpify debug: rank 2 on {hosts.addresses['b']}: agent asked of the node template: " in out
+          and "its worker was forked by the node template" in out
+          and "every agent connected back" in out, "MPIFY_DEBUG logs the node template's command and the phases", out)
     check(re.search(r"[0-9a-f]{64}", out) is None, "the call's secret is in no output, the debug log's included", out)
     check("libmpify_test_functions.so found at its path (0 bytes sent" in out,
           "the functions' library, on a filesystem b shares, is found at its path on b", out)
@@ -96,11 +100,12 @@ def run_cases(hosts, caller):
     nothing_left_on_b(hosts, "after the call")
 
     # b cannot reach the caller's port (its route to a leads to a neighbour that never
-    # answers): each agent gives up, its launcher ends, and the caller says so.
+    # answers): each agent gives up, its node template says so, and so does the caller.
     ip("-n", hosts.names["b"], "route", "add", hosts.addresses["a"] + "/32", "via", hosts.unanswering_neighbour("b"))
     out, status, elapsed = seconds_after(start(hosts, caller, "report", 60000, debug=True), "launchers started", 30)
     ip("-n", hosts.names["b"], "route", "del", hosts.addresses["a"] + "/32")
-    check(status == 1 and "ended before its agent connected back" in out and "cannot reach the caller's port" in out
+    check(status == 1 and "saw its agent end before it connected back" in out
+          and "cannot reach the caller's port" in out
           and "does this machine reach that address" in out and elapsed is not None and elapsed < 5,
           "the caller's port unreachable from b: an error naming the launcher and why within 5 s of the launch "
           f"({elapsed if elapsed is None else round(elapsed, 1)} s)", out)
