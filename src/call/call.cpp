@@ -15,6 +15,7 @@
 #include <mpify/version.hpp>
 
 #include <fmt/format.h>
+#include <map>
 
 #include <unistd.h>
 
@@ -99,11 +100,16 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
                         deadline_, InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }},
                         variables);
     try {
+        // The library's path on each remote rank's machine, all asked first: a node's
+        // template loads it as soon as its first agent has placed it, all nodes at once.
+        std::map<int, std::string> remote_library;
+        if (remote_)
+            for (int rank : ranks) remote_library[rank] = remote_->library_path(rank, host.library, deadline_);
         for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);
             meta.rank = rank;
-            if (remote_) {  // the library's path on the rank's machine
-                meta.library = remote_->library_path(rank, host.library, deadline_);
+            if (remote_) {
+                meta.library = remote_library.at(rank);
                 if (plan_.context_library == host.library) meta.context_library = meta.library;
             }
             StartedWorker worker = remote_

@@ -10,7 +10,8 @@
 // The caller closing its end is the template's signal to exit.
 //
 // A node's template (worker/node_template.hpp) speaks the same with each agent it forked,
-// with two differences, since the worker is the template's child there and not the
+// plus a request without fds, which asks it to load the library now and is not answered,
+// and with two differences, since the worker is the template's child there and not the
 // agent's: its ok reply carries the worker's pidfd, and when the worker has ended and
 // been reaped, a worker_ended reply says how (pid and encode_worker_end in its message).
 #include "common/unique_fd.hpp"

@@ -239,6 +239,10 @@ private:
             return;
         }
         request->caller = agent.pid;
+        if (fds.empty()) {  // a library to load now, for the fork that comes next
+            if (!request->library.empty()) note_refusal(load_library_for_workers(request->library));
+            return;
+        }
         TemplateReply reply = fork_worker(*request, fds);
         std::vector<int> pidfd;
         if (reply.status == TemplateStatus::ok) pidfd.push_back(workers_.back().pidfd.get());
@@ -254,11 +258,8 @@ private:
         if (load_time_signature(request.env) != signature_)
             return {TemplateStatus::failed, -1,
                     "the worker's load-time variables (LD_*, GLIBC_TUNABLES, OMP_*...) differ from the template's"};
-        TemplateReply ready = ready_to_fork(request);
-        if (ready.status == TemplateStatus::stale_library || ready.status == TemplateStatus::unusable) {
-            retiring_ = true;  // a fresh template serves the next call
-            say(ready.message + "; this template ends once idle");
-        }
+        const TemplateReply ready = ready_to_fork(request);
+        note_refusal(ready);
         if (ready.status != TemplateStatus::ok) return ready;
         const pid_t pid = ::fork();
         if (pid < 0)
@@ -275,6 +276,14 @@ private:
         }
         workers_.push_back(std::move(worker));
         return {TemplateStatus::ok, pid, {}};
+    }
+
+    // A library changed on disk, or a thread started: a fresh template serves the next call.
+    void note_refusal(const TemplateReply& reply) {
+        if (retiring_ || (reply.status != TemplateStatus::stale_library && reply.status != TemplateStatus::unusable))
+            return;
+        retiring_ = true;
+        say(reply.message + "; this template ends once idle");
     }
 
     // The worker has ended: what it started goes with it, then its agent is told how it ended.

@@ -246,6 +246,18 @@ ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, 
     return worker;
 }
 
+// Has the node's template load `library` now, while the caller places it on other nodes
+// (a request without fds: it answers nothing). A template gone is found at the fork.
+void ask_to_preload(const UniqueFd& node_template, const std::string& library) {
+    ForkRequest request;
+    request.caller = ::getpid();
+    request.library = library;
+    try {
+        send_fork_request(node_template.get(), request, {});
+    } catch (const std::system_error&) {
+    }
+}
+
 // Says hello, places the call's libraries, takes the call's variables and starts the
 // worker with them: forked by the node's template when this agent has one (it is closed
 // when the template could not), else exec'd.
@@ -257,6 +269,7 @@ StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
     LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     while (start.type == LinkType::library) {
         library = answer_library_offer(link, decode_offer(start.payload), start_patience);
+        if (node_template) ask_to_preload(node_template, library);
         start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     }
     if (start.type != LinkType::start)
