@@ -6,9 +6,12 @@ the wall time of a program that forms one DDP group over both nodes and all-redu
     2 per node; the caller is rank 0 as well): mpify_test_remote_caller allreduce;
   - one caller per node started by srun (2 ranks each, placed from Slurm's variables):
     mpify_test_machine_caller allreduce.
+With --calls: instead, a caller (Placement::slurm, 2 per node) making two calls of a
+function that does nothing, from a library without LibTorch and from one with it, fresh
+programs alternated: each call's wall time, ready and over.
 Needs root, slurm-wlm and munge (scripts/install-deps.sh).
 
-  python3 benchmarks/remote_ranks_bench.py --build-dir build [--rounds 5]"""
+  python3 benchmarks/remote_ranks_bench.py --build-dir build [--rounds 5] [--calls] [--no-templates]"""
 import argparse
 import os
 import statistics
@@ -29,12 +32,55 @@ def timed(command, env):
     return took
 
 
+def call_times(command, env):
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    times = [float(line.split()[2]) for line in run.stdout.splitlines() if line.startswith("call ")]
+    if run.returncode != 0 or len(times) != 2:
+        sys.exit(f"{' '.join(command)} failed:\n{run.stdout}{run.stderr}")
+    return times
+
+
+def compare_calls(bin_dir, rounds):
+    """Plain against LibTorch library: first and second call of each fresh program."""
+    with launchers_test.SlurmCluster(namespaced=True) as cluster:
+        job, env = launchers_test.allocation_of_two_nodes(cluster, "")
+        if job is None:
+            sys.exit("no allocation")
+        try:
+            times = {"plain": [], "torch": []}
+            for _ in range(rounds):
+                for kind in times:
+                    command = [f"{bin_dir}/mpify_test_remote_caller", f"calls:{kind}", f"slurm:{job}", "2", "60000",
+                               "n1", "n2"]
+                    times[kind].append(call_times(command, env))
+        finally:
+            subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
+    print("| library | call | median (s) | each round (s) |")
+    print("|---|---|---|---|")
+    medians = {}
+    for kind, rows in times.items():
+        for call in (0, 1):
+            values = [row[call] for row in rows]
+            medians[kind, call] = statistics.median(values)
+            print(f"| {kind} | {call + 1} | {medians[kind, call]:.2f} | {', '.join(f'{v:.2f}' for v in values)} |")
+    for call in (0, 1):
+        print(f"call {call + 1}: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", action="store_true")
+    parser.add_argument("--no-templates", action="store_true",
+                        help="one caller with a launcher per rank and call (Placement::template_idle = 0)")
     args = parser.parse_args()
+    if args.no_templates:
+        os.environ["MPIFY_TEST_TEMPLATE_IDLE"] = "0"
     bin_dir = os.path.abspath(os.path.join(args.build_dir, "bin"))
+    if args.calls:
+        compare_calls(bin_dir, args.rounds)
+        return
     with launchers_test.SlurmCluster(namespaced=True) as cluster:
         job, env = launchers_test.allocation_of_two_nodes(cluster, "")
         if job is None:

@@ -15,8 +15,10 @@ MPIFY_BEGIN_NAMESPACE
 /// With a launcher, the caller's own rank (Options::caller_rank) stays on this machine
 /// and every other rank runs on the hosts, `ranks_per_host` on each in turn: with
 /// caller_rank 0 and 2 per host, ranks 1 and 2 on the first host, 3 and 4 on the second.
-/// For each remote rank the launcher starts mpify-worker on its host as that rank's agent:
-/// it connects back to one TCP port of the caller, proves that it belongs to this call
+/// On each host the launcher starts mpify-worker once, as the host's node template (see
+/// template_idle), which forks an agent for each remote rank of each call (or, with
+/// template_idle 0, the launcher starts each rank's agent itself): the agent
+/// connects back to one TCP port of the caller, proves that it belongs to this call
 /// (a fresh 256-bit secret per call, which never appears on a command line), starts the
 /// rank's worker there and relays its channel, its output ("[rank 3@node2] ...") and how
 /// it ended. A rank, host or network that fails stops every rank, as on one machine;

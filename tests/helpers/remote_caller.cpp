@@ -16,6 +16,8 @@
 //         shrink:M   in_ddp with one restart and Options::min_ranks = M, whose first
 //                 attempt waits ("rank R of W waits") until a machine is lost; the
 //                 restart prints "shrunk: world W sum S restart 1"
+//         calls:plain, calls:torch   two calls of a function that does nothing, from a
+//                 library without LibTorch or with it: "call C: S s" (ready and over)
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
 //                 (the library file each rank loaded), after "library: PATH"
@@ -23,6 +25,7 @@
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
 #include "ddp_functions.hpp"
 #include "functions.hpp"
+#include "tensor_functions.hpp"
 
 #include <mpify/load_source.hpp>
 
@@ -31,6 +34,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -126,6 +130,16 @@ int main(int argc, char** argv) {
             const std::string result =
                 mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::wait_for_a_lost_machine);
             std::cout << "shrunk: " << result << std::endl;
+        } else if (mode == "calls:plain" || mode == "calls:torch") {
+            // Two calls of a function that does nothing, from a library without LibTorch
+            // or with it: how long each is, ready and over.
+            for (int call = 1; call <= 2; ++call) {
+                const auto began = std::chrono::steady_clock::now();
+                if (mode == "calls:plain") mpify::ranch(options, n, in_library::noop);
+                else mpify::ranch(options, n, in_library::tensor_memory_cached);
+                const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+                std::cout << "call " << call << ": " << took.count() << " s" << std::endl;
+            }
         } else if (mode == "ship") {
             ship(options, n);
         } else if (mode == "hang") {
