@@ -158,6 +158,12 @@ void RemoteRanks::ask_node_template(Launched& launched) {
     for (int attempt = 0; attempt < 2; ++attempt) {
         launched.node = node_template(launched.node_command);
         launched.launcher = launched.node->launcher.get();
+        // What it said in earlier calls is not this call's: with a fixed Placement::port, an
+        // old agent's failure would read as one of this call's.
+        if (heard_from_.insert(launched.launcher).second) {
+            launched.launcher->read_output();
+            launched.launcher->tail.clear();
+        }
         if (ask_for_agent(*launched.node, {launched.rank, endpoint_, secret_.hex()})) {
             debug_line(fmt::format("rank {} on {}: agent asked of the node template: {}", launched.rank, launched.host,
                                    launched.node_command));

@@ -25,6 +25,8 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
+struct LauncherProcess;
+
 /// What the admission watches besides the port: an interrupt of the call.
 struct InterruptSignal {
     int fd = -1;                     ///< readable once interrupted (-1: none; then `check` is polled)
@@ -85,6 +87,7 @@ private:
     /// empty: no node templates, a launcher per rank.
     std::string node_template_program_;
     std::set<std::string> renewed_;     // node templates started again during this call
+    std::set<const LauncherProcess*> heard_from_;  // node templates whose earlier output is dropped
     std::vector<std::unique_ptr<Launched>> launched_;
     std::map<int, Rank> ranks_;
     Clock::time_point started_at_;
