@@ -132,24 +132,39 @@ at::Tensor Learner::forward_train(const at::Tensor& inputs) {
 double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
                             double carried, const Schedule& schedule, History& history) {
     const std::int64_t batch = data_.batch_size;
+    const std::int64_t group = options_.accumulate;
+    const auto rows_of = [&](std::int64_t b) { return std::min(batch, order.size(0) - b * batch); };
     double loss_sum = carried;
     model_->train();
     for (std::int64_t b = position.batch; b < batches; ++b) {
+        // The accumulation group of batch b: [first, end), one optimizer step at its end.
+        const std::int64_t first = b / group * group, end = std::min(first + group, batches);
+        std::int64_t group_rows = 0;
+        for (std::int64_t g = first; g < end; ++g) group_rows += rows_of(g);
         const auto [lr, momentum] = schedule((position.epoch * batches + b) / total_steps);
         apply(*optimizer_, lr, momentum);
-        const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
-        optimizer_->zero_grad();
+        const at::Tensor rows = order.narrow(0, b * batch, rows_of(b));
+        if (b == first) optimizer_->zero_grad();
         const at::Tensor loss =
             loss_(forward_train(data_.train.inputs.index_select(0, rows)), data_.train.targets.index_select(0, rows));
-        loss.backward();
-        optimizer_->step();
+        // Each batch's share of the group's mean; the group's other batches add to the
+        // gradients without a collective, and its last one averages the sum over the ranks.
+        const at::Tensor share = loss * (static_cast<double>(rows.size(0)) / static_cast<double>(group_rows));
+        if (ddp_model_ && b + 1 < end) {
+            const auto local = ddp_model_->no_sync();
+            share.backward();
+        } else {
+            share.backward();
+        }
+        if (b + 1 == end) optimizer_->step();
         const double value = loss.item<double>();
         loss_sum += value;
         history.batch_losses.push_back(value);
         for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
         const std::int64_t done = b + 1;
+        // Within an accumulation group, the gradients so far are in no checkpoint.
         if (options_.checkpoint_dir.empty() || options_.checkpoint_every <= 0 || done == batches ||
-            done % options_.checkpoint_every != 0)
+            done % options_.checkpoint_every != 0 || done % group != 0)
             continue;
         // Every rank's losses so far, so that the resumed epoch's mean is the same.
         at::Tensor sum = torch::tensor(loss_sum, torch::kDouble);
@@ -195,6 +210,10 @@ EpochRecord Learner::record_of(int epoch, std::int64_t batches, const std::vecto
 
 History Learner::run(FitPosition start, const Schedule& schedule) {
     if (start.epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
+    if (options_.accumulate < 1)
+        throw std::invalid_argument("Learner::fit: LearnerOptions::accumulate is " +
+                                    std::to_string(options_.accumulate) +
+                                    "; it must be at least 1 (1: no accumulation)");
     History history;
     history.metric_names = metric_names();
     history.world_size = world_size_;

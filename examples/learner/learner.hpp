@@ -64,7 +64,13 @@ struct LearnerOptions {
     /// with one there goes on where it stopped (see Learner::fit).
     std::string checkpoint_dir;
     /// Also checkpoint every this many training batches within an epoch; 0: at epoch ends only.
+    /// With `accumulate`, at the end of the accumulation group it falls in.
     std::int64_t checkpoint_every = 0;
+    /// Gradient accumulation: the gradients of this many batches are summed (weighted by
+    /// their sizes, so that they are those of one batch of all their samples) before one
+    /// optimizer step; in a group, only the last batch's backward all-reduces (no_sync for
+    /// the others). 1: a step every batch.
+    std::int64_t accumulate = 1;
 
     /// MPIFY_EXAMPLES_MAX_BATCHES as a number, 0 when unset; throws std::invalid_argument
     /// when it is set to anything but a non-negative integer.

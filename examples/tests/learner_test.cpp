@@ -104,3 +104,33 @@ TEST_CASE("max_batches caps the batches of every epoch", "[learner]") {
     CHECK(h.batch_losses.size() == 6);  // every batch's loss, for plot_losses
     CHECK_THROWS_WITH(learn.fit(0, 0.01), Contains("epochs must be at least 1"));
 }
+
+TEST_CASE("accumulate = 2 trains as one batch of twice the size", "[learner]") {
+    // 200 samples: batches of 64 (64, 64, 64, 8), or of 32 in groups of 2 (the last alone).
+    const auto train = [](std::int64_t batch_size, std::int64_t accumulate) {
+        torch::manual_seed(0);
+        auto model = std::make_shared<torch::nn::LinearImpl>(1, 1);
+        LearnerOptions options;
+        options.max_batches = 0;
+        options.accumulate = accumulate;
+        Learner learn(
+            {line(200, 1), line(64, 2), batch_size, 7}, model,
+            [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, options);
+        const History h = learn.fit(2, 0.05);
+        CHECK(h.batch_losses.size() == static_cast<std::size_t>(2 * ((200 + batch_size - 1) / batch_size)));
+        return std::vector<at::Tensor>{model->weight.detach().clone(), model->bias.detach().clone()};
+    };
+    const std::vector<at::Tensor> whole = train(64, 1), accumulated = train(32, 2), small = train(32, 1);
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+        INFO("parameter " << i << ": " << whole[i] << " vs " << accumulated[i]);
+        CHECK(at::allclose(accumulated[i], whole[i], 0, 1e-6));
+    }
+    CHECK_FALSE(at::allclose(small[0], whole[0], 0, 1e-6));  // a step every small batch is another training
+
+    LearnerOptions none;
+    none.accumulate = 0;
+    Learner learn(
+        {line(64, 1), line(64, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
+        [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, none);
+    CHECK_THROWS_WITH(learn.fit(1, 0.01), Contains("LearnerOptions::accumulate is 0; it must be at least 1"));
+}
