@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace mpify_examples {
 
@@ -65,6 +67,57 @@ void CsvLogger::after_epoch(const Learner& learner, const History& history) {
         for (double m : e.metrics) out << ',' << m;
         out << ',' << e.seconds << ',' << history.world_size << '\n';
     }
+}
+
+bool lower_is_better(const std::string& name) {
+    for (const char* word : {"loss", "error", "rmse"})
+        if (name.find(word) != std::string::npos) return true;
+    return false;
+}
+
+namespace {
+
+// Whether `value` beats `best` by more than `min_delta` in the direction that is better.
+bool improves(double value, double best, double min_delta, bool lower) {
+    return lower ? value < best - min_delta : value > best + min_delta;
+}
+
+}  // namespace
+
+EarlyStopping::EarlyStopping(std::string monitor, double min_delta, int patience)
+    : monitor_(std::move(monitor)), min_delta_(min_delta), patience_(patience) {
+    if (patience_ < 1)
+        throw std::invalid_argument("EarlyStopping: patience is " + std::to_string(patience_) +
+                                    "; it must be at least 1 epoch");
+}
+
+void EarlyStopping::before_fit(const Learner& /*learner*/, int /*epochs*/) {
+    have_best_ = false;
+    epochs_without_gain_ = 0;
+    stop_ = false;
+}
+
+void EarlyStopping::after_epoch(const Learner& /*learner*/, const History& history) {
+    const double value = history.final(monitor_);
+    if (!have_best_ || improves(value, best_, min_delta_, lower_is_better(monitor_))) {
+        best_ = value;
+        have_best_ = true;
+        epochs_without_gain_ = 0;
+        return;
+    }
+    stop_ = ++epochs_without_gain_ >= patience_;
+}
+
+SaveModel::SaveModel(std::string path, std::string monitor) : path_(std::move(path)), monitor_(std::move(monitor)) {}
+
+void SaveModel::before_fit(const Learner& /*learner*/, int /*epochs*/) { have_best_ = false; }
+
+void SaveModel::after_epoch(const Learner& learner, const History& history) {
+    const double value = history.final(monitor_);
+    if (have_best_ && !improves(value, best_, 0.0, lower_is_better(monitor_))) return;
+    best_ = value;
+    have_best_ = true;
+    learner.export_model(path_);
 }
 
 }  // namespace mpify_examples

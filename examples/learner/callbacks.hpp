@@ -24,6 +24,49 @@ public:
     virtual void after_epoch(const Learner& /*learner*/, const History& /*history*/) {}
     /// After the last epoch.
     virtual void after_fit(const Learner& /*learner*/, const History& /*history*/) {}
+    /// Asked after each epoch's after_epoch: true ends the fit there. A callback that
+    /// decides from the history's numbers (over all ranks) decides the same on every rank.
+    virtual bool stop_after_epoch() const { return false; }
+};
+
+/// Whether a smaller value of the quantity `name` is better: losses and errors ("loss",
+/// "error", "rmse" in the name), as fastai decides; otherwise a larger one (accuracy).
+bool lower_is_better(const std::string& name);
+
+/// Ends the fit once `monitor` (train_loss, valid_loss or a metric's name) has not
+/// improved on its best by more than `min_delta` for `patience` epochs in a row, as
+/// fastai's EarlyStoppingCallback.
+class EarlyStopping : public Callback {
+public:
+    explicit EarlyStopping(std::string monitor = "valid_loss", double min_delta = 0.0, int patience = 1);
+    void before_fit(const Learner& learner, int epochs) override;
+    void after_epoch(const Learner& learner, const History& history) override;
+    bool stop_after_epoch() const override { return stop_; }
+
+private:
+    std::string monitor_;
+    double min_delta_;
+    int patience_;
+    double best_ = 0;
+    bool have_best_ = false;
+    int epochs_without_gain_ = 0;
+    bool stop_ = false;
+};
+
+/// Exports the model (Learner::export_model, rank 0) to `path` after every epoch whose
+/// `monitor` is the best of the fit so far (fastai's SaveModelCallback with every_epoch
+/// off): at the end of the fit, `path` holds the best epoch's model.
+class SaveModel : public Callback {
+public:
+    SaveModel(std::string path, std::string monitor = "valid_loss");
+    void before_fit(const Learner& learner, int epochs) override;
+    void after_epoch(const Learner& learner, const History& history) override;
+
+private:
+    std::string path_;
+    std::string monitor_;
+    double best_ = 0;
+    bool have_best_ = false;
 };
 
 /// `seconds` as "mm:ss", the way the progress line and bar show times ("00:00" when not

@@ -268,6 +268,8 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
         history_ = history;
         if (!options_.checkpoint_dir.empty()) write_checkpoint(checkpoint_path(), position, history);
         for (const auto& cb : callbacks_) cb->after_epoch(*this, history);
+        if (std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& cb) { return cb->stop_after_epoch(); }))
+            break;
     }
     for (const auto& cb : callbacks_) cb->after_fit(*this, history);
     return history_ = history;

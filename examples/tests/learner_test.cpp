@@ -9,10 +9,13 @@
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 using namespace mpify_examples;
 using Catch::Matchers::Contains;
@@ -133,4 +136,42 @@ TEST_CASE("accumulate = 2 trains as one batch of twice the size", "[learner]") {
         {line(64, 1), line(64, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1),
         [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); }, {}, none);
     CHECK_THROWS_WITH(learn.fit(1, 0.01), Contains("LearnerOptions::accumulate is 0; it must be at least 1"));
+}
+
+TEST_CASE("EarlyStopping ends a fit once its monitor stops improving; SaveModel keeps the best epoch's model",
+          "[learner]") {
+    CHECK(lower_is_better("valid_loss"));
+    CHECK(lower_is_better("rmse"));
+    CHECK_FALSE(lower_is_better("accuracy"));
+    const auto mse = [](const at::Tensor& out, const at::Tensor& y) { return torch::mse_loss(out, y); };
+    const auto fit_with = [&](std::shared_ptr<Callback> callback, std::shared_ptr<torch::nn::LinearImpl> model) {
+        LearnerOptions options;
+        options.max_batches = 0;
+        Learner learn({line(256, 1), line(128, 2), 32, 7}, model, mse, {rmse()}, options);
+        learn.add_callback(std::move(callback));
+        return learn.fit(6, 0.1);
+    };
+    torch::manual_seed(0);
+    // No gain can beat a min_delta this large: the first epoch is the best, the second stops it.
+    CHECK(fit_with(std::make_shared<EarlyStopping>("valid_loss", 1e9, 1), std::make_shared<torch::nn::LinearImpl>(1, 1))
+              .epochs.size() == 2);
+    CHECK(fit_with(std::make_shared<EarlyStopping>("rmse", 1e9, 3), std::make_shared<torch::nn::LinearImpl>(1, 1))
+              .epochs.size() == 4);
+    CHECK(fit_with(std::make_shared<EarlyStopping>("valid_loss", -1e9, 1),  // every epoch "improves"
+                   std::make_shared<torch::nn::LinearImpl>(1, 1))
+              .epochs.size() == 6);
+    CHECK_THROWS_WITH(EarlyStopping("valid_loss", 0, 0), Contains("patience is 0"));
+
+    const std::filesystem::path saved =
+        std::filesystem::temp_directory_path() / ("mpify_save_model_" + std::to_string(::getpid()) + ".pt");
+    const History h = fit_with(std::make_shared<SaveModel>(saved.string(), "valid_loss"),
+                               std::make_shared<torch::nn::LinearImpl>(1, 1));
+    double best = h.epochs.front().valid_loss;
+    for (const EpochRecord& epoch : h.epochs) best = std::min(best, epoch.valid_loss);
+    auto loaded = std::make_shared<torch::nn::LinearImpl>(1, 1);
+    load_model(saved.string(), *loaded);
+    const DataSet valid = line(128, 2);
+    torch::NoGradGuard no_grad;
+    CHECK(torch::mse_loss(loaded->forward(valid.inputs), valid.targets).item<double>() == Approx(best).epsilon(1e-5));
+    std::filesystem::remove(saved);
 }
