@@ -258,7 +258,15 @@ def ssh_cases(hosts, caller):
                   "ssh -T %H %C to a real sshd on b: results by rank and tagged lines", out)
             check(re.search(r"[0-9a-f]{64}", out) is None, "over ssh too, the secret is in no output", out)
             others = lambda: [pid for pid in hosts.pids("b") if pid != sshd.server.pid]
-            check(not others(), "after the call over ssh: nothing but sshd left on b", str(others()))
+
+            # The node template ends once the caller has: its ssh session closes after the call.
+            def only_sshd_left(what):
+                deadline = time.monotonic() + 5
+                while others() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                check(not others(), f"{what}: nothing but sshd left on b", str(others()))
+
+            only_sshd_left("after the call over ssh")
 
             caller_process = start(hosts, caller, "hang", 0, template=sshd.template)
             running, seen = wait_for_markers(caller_process, 2, 60)
@@ -269,10 +277,7 @@ def ssh_cases(hosts, caller):
             elapsed = time.monotonic() - at
             check(status == 1 and "nterrupted" in out and elapsed < 2,
                   f"over ssh: an interrupt ends the call within 2 s ({elapsed:.1f} s)", seen + out)
-            deadline = time.monotonic() + 5
-            while others() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            check(not others(), "after the interrupt over ssh: nothing but sshd left on b", str(others()))
+            only_sshd_left("after the interrupt over ssh")
         finally:
             sshd.stop()
 
