@@ -1,5 +1,6 @@
 #include "worker/node_template.hpp"
 
+#include "common/environment_list.hpp"
 #include "common/environment_number.hpp"
 #include "common/load_time_environment.hpp"
 #include "common/poll_set.hpp"
@@ -7,10 +8,13 @@
 #include "contract/node_template_request.hpp"
 #include "contract/process_contract.hpp"
 #include "contract/template_protocol.hpp"
+#include "spawn/child_process.hpp"
 #include "spawn/exec_spawner.hpp"
 #include "worker/connect_back_worker.hpp"
 #include "worker/fork_for_parent.hpp"
 #include "worker/forked_worker.hpp"
+
+#include <mpify/error.hpp>
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -33,31 +37,21 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 // The fd at which a forked agent finds its socket to the template.
 constexpr int agent_template_fd = 3;
 
-std::vector<std::string> own_environment() {
-    std::vector<std::string> env;
-    for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
-    return env;
-}
-
 void say(const std::string& text) {
     std::fprintf(stderr, "mpify node template on %s: %s\n", this_host_name().c_str(), text.c_str());
     std::fflush(stderr);
 }
 
-UniqueFd pidfd_of(pid_t pid) { return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
-
 class NodeTemplate {
 public:
     explicit NodeTemplate(std::chrono::seconds idle_limit)
-        : idle_limit_(idle_limit), signature_(load_time_signature(own_environment())),
+        : idle_limit_(idle_limit), signature_(load_time_signature(environment_with({}))),
           devnull_(open_dev_null(O_RDONLY)), last_busy_(Clock::now()) {
         ::prctl(PR_GET_NAME, worker_name_);
         ::prctl(PR_SET_NAME, "mpify-node-tmpl");
@@ -173,12 +167,11 @@ private:
             return;
         }
         if (pid == 0) become_agent(request, *secret, its.get(), parent);
-        Agent agent;
-        agent.request = {request.rank, request.endpoint, {}};
-        agent.pid = pid;
-        agent.pidfd = pidfd_of(pid);
-        agent.socket = std::move(ours);
-        agents_.push_back(std::move(agent));
+        try {
+            track_agent(request, adopt_child(pid), std::move(ours));
+        } catch (const SpawnError& e) {  // killed and reaped: its call finds no agent
+            say(fmt::format("the agent of rank {}: {}", request.rank, e.what()));
+        }
     }
 
     // In the forked child: only the socket to the template, and the launcher's stdout and
@@ -191,32 +184,32 @@ private:
         if (::syscall(SYS_close_range, static_cast<unsigned>(agent_template_fd + 1), ~0U, 0U) != 0)
             for (int fd = agent_template_fd + 1; fd < 65536; ++fd) ::close(fd);
         ::prctl(PR_SET_NAME, "mpify-agent");
-        ::unsetenv(node_template_env_var);
         join_caller_as_agent(request.endpoint, secret, request.rank, UniqueFd(agent_template_fd));
     }
 
     // An agent started as a launcher would start it: for a template that must not fork.
     void exec_agent(const AgentRequest& request) {
-        std::vector<std::string> env;
-        for (std::string& entry : own_environment())
-            if (entry.rfind(std::string(node_template_env_var) + "=", 0) != 0) env.push_back(std::move(entry));
-        env.push_back(fmt::format("{}={}", connect_env_var, request.endpoint));
-        env.push_back(fmt::format("{}={}", connect_rank_env_var, request.rank));
-        env.push_back(fmt::format("{}={}", connect_secret_env_var, request.secret_hex));
         LaunchSpec spec;
         spec.executable = "/proc/self/exe";
         spec.argv = {"mpify-worker", fmt::format("(agent of rank {})", request.rank)};
-        spec.env = std::move(env);
+        spec.env = environment_with({{connect_env_var, request.endpoint},
+                                     {connect_rank_env_var, std::to_string(request.rank)},
+                                     {connect_secret_env_var, request.secret_hex}});
         try {
-            ChildProcess started = spawn_by_exec(spec);
-            Agent agent;
-            agent.request = {request.rank, request.endpoint, {}};
-            agent.pid = started.pid;
-            agent.pidfd = std::move(started.pidfd);
-            agents_.push_back(std::move(agent));
+            track_agent(request, spawn_by_exec(spec), UniqueFd());
         } catch (const std::exception& e) {
             say(fmt::format("cannot start the agent of rank {}: {}", request.rank, e.what()));
         }
+    }
+
+    // An agent to reap, whose failure to say, and (a forked one) to serve on `socket`.
+    void track_agent(const AgentRequest& request, ChildProcess process, UniqueFd socket) {
+        Agent agent;
+        agent.request = {request.rank, request.endpoint, {}};
+        agent.pid = process.pid;
+        agent.pidfd = std::move(process.pidfd);
+        agent.socket = std::move(socket);
+        agents_.push_back(std::move(agent));
     }
 
     static std::optional<CallSecret> parse_secret(const std::string& hex) {
@@ -267,13 +260,14 @@ private:
                     fmt::format("fork failed: {}", std::strerror(errno))};
         if (pid == 0) become_worker(request, fds, devnull_.get(), ::getppid(), worker_name_);
         Worker worker;
-        worker.pid = pid;
-        worker.pidfd = pidfd_of(pid);
-        worker.agent = request.caller;
-        if (!worker.pidfd) {
-            kill_and_reap(pid);
-            return {TemplateStatus::failed, -1, fmt::format("pidfd_open: {}", std::strerror(errno))};
+        try {
+            ChildProcess process = adopt_child(pid);
+            worker.pid = process.pid;
+            worker.pidfd = std::move(process.pidfd);
+        } catch (const SpawnError& e) {  // killed and reaped
+            return {TemplateStatus::failed, -1, e.what()};
         }
+        worker.agent = request.caller;
         workers_.push_back(std::move(worker));
         return {TemplateStatus::ok, pid, {}};
     }
@@ -326,6 +320,7 @@ void serve_if_node_template() {
     if (std::getenv(node_template_env_var) == nullptr) return;
     const auto idle =
         environment_number(node_template_env_var, 600, Malformed::use_fallback, "mpify node template", 0, INT_MAX);
+    ::unsetenv(node_template_env_var);  // what it starts (agents, workers) is no node template
     NodeTemplate(std::chrono::seconds(idle)).run();
 }
 
