@@ -2,11 +2,13 @@
 // Helpers for code running inside a DdpGuard (every rank of an in_ddp call).
 #include <mpify/abi.hpp>
 #include <mpify/export.hpp>
+#include <mpify/stack.hpp>
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <functional>
+#include <vector>
 
 MPIFY_BEGIN_NAMESPACE
 namespace ddp {
@@ -30,6 +32,11 @@ MPIFY_API void broadcast(at::Tensor& tensor, int source = 0);
 /// Rank 0 runs `f` first; the others run it after rank 0 has finished (downloads,
 /// unpacking, caches: rank 0 fills the cache, the others find it full). Every rank runs f.
 MPIFY_API void rank0_first(const std::function<void()>& f);
+/// This rank's last collective calls in the active group that mpify made (its helpers,
+/// DistributedDataParallel, SyncBatchNorm), oldest first, as a hang report shows them: the
+/// last one's `sequence` counts every call since the group formed. Empty when the record
+/// is off (MPIFY_COLLECTIVE_RECORD=0).
+MPIFY_API std::vector<CollectiveCall> recorded_calls();
 
 }  // namespace ddp
 MPIFY_END_NAMESPACE

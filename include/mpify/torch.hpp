@@ -6,5 +6,6 @@
 #include <mpify/distributed_data_parallel.hpp>
 #include <mpify/distributed_sampler.hpp>
 #include <mpify/mpify.hpp>
+#include <mpify/sync_batch_norm.hpp>
 #include <mpify/tensor.hpp>
 #include <mpify/tensor_memory.hpp>

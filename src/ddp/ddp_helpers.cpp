@@ -1,6 +1,7 @@
 // mpify::ddp: rank queries and the few collectives training code needs by name.
 #include "ddp/active_group.hpp"
 #include "ddp/collective_wait.hpp"
+#include "forensics/collective_record.hpp"
 
 #include <mpify/ddp.hpp>
 #include <mpify/ddp_guard.hpp>
@@ -60,6 +61,11 @@ void rank0_first(const std::function<void()>& f) {
     const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
     detail::wait_for_collective(*group.group->barrier(), what, sequence);
     if (group.rank != 0) f();
+}
+
+std::vector<CollectiveCall> recorded_calls() {
+    detail::active_group("mpify::ddp::recorded_calls");
+    return detail::own_recorded_calls();
 }
 
 }  // namespace ddp

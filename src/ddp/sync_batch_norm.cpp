@@ -1,0 +1,193 @@
+// SyncBatchNorm's forward and backward: batch normalization with the statistics of every
+// rank's batch together. LibTorch's own kernels for this (batch_norm_stats,
+// batch_norm_gather_stats_with_counts, batch_norm_backward_reduce...) exist for CUDA only,
+// so both passes are built from plain tensor operations, and each exchanges one vector of
+// per-channel sums with an all-reduce: sums add across ranks whatever each rank's batch
+// size, where means would need weights. The sums are accumulated in double, so that the
+// variance taken as E[x²] - E[x]² keeps float32's precision for ordinary activations.
+#include "ddp/active_group.hpp"
+#include "ddp/collective_wait.hpp"
+
+#include <mpify/ddp.hpp>
+#include <mpify/error.hpp>
+#include <mpify/sync_batch_norm.hpp>
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/nn/functional/batchnorm.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace {
+
+const char* const forward_site = "mpify::SyncBatchNorm forward";
+const char* const backward_site = "mpify::SyncBatchNorm backward";
+
+/// Sums `sums` over every rank of the active group, in place.
+void sum_over_ranks(at::Tensor& sums, const char* site) {
+    const ProcessGroupState& group = active_group(site);
+    std::vector<at::Tensor> tensors{sums};
+    const std::uint64_t sequence = record_collective("allreduce", &sums, "SUM", site);
+    wait_for_collective(*group.group->allreduce(tensors), site, sequence);
+}
+
+/// Every dimension but the channels' (1): those a batch norm reduces over.
+std::vector<std::int64_t> reduced_dims(const at::Tensor& input) {
+    std::vector<std::int64_t> dims{0};
+    for (std::int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+    return dims;
+}
+
+/// A per-channel vector shaped to broadcast over `input` (1, C, 1, ...).
+at::Tensor per_channel(const at::Tensor& values, const at::Tensor& input) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(input.dim()), 1);
+    shape[1] = values.size(0);
+    return values.reshape(shape);
+}
+
+// A custom autograd Function of this LibTorch takes no undefined tensor (it asks each
+// input's device): an absent weight, bias or running statistic travels as an empty tensor.
+at::Tensor or_empty(const at::Tensor& tensor) { return tensor.defined() ? tensor : at::empty({0}); }
+at::Tensor unless_empty(const at::Tensor& tensor) { return tensor.numel() > 0 ? tensor : at::Tensor(); }
+
+/// The autograd node of a synchronized training forward. Saved for backward: the input,
+/// the weight, the global mean and 1/sqrt(var + eps), and the global count.
+struct GlobalBatchNorm : torch::autograd::Function<GlobalBatchNorm> {
+    static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& input,
+                              const at::Tensor& given_weight, const at::Tensor& given_bias, const char* module_name,
+                              const at::Tensor& given_running_mean, const at::Tensor& given_running_var,
+                              double momentum, double eps) {
+        const at::Tensor weight = unless_empty(given_weight), bias = unless_empty(given_bias);
+        const at::Tensor running_mean = unless_empty(given_running_mean);
+        const at::Tensor running_var = unless_empty(given_running_var);
+        const std::int64_t channels = input.size(1);
+        const std::vector<std::int64_t> dims = reduced_dims(input);
+        // One vector: [sum x (C), sum x² (C), count (1)].
+        at::Tensor sums = at::empty({2 * channels + 1}, input.options().dtype(at::kDouble));
+        if (input.numel() > 0) {
+            sums.narrow(0, 0, channels).copy_(input.sum(dims, false, at::kDouble));
+            sums.narrow(0, channels, channels).copy_((input * input).sum(dims, false, at::kDouble));
+        } else {
+            sums.narrow(0, 0, 2 * channels).zero_();
+        }
+        sums[2 * channels] = static_cast<double>(channels == 0 ? 0 : input.numel() / channels);
+        sum_over_ranks(sums, forward_site);
+
+        const double count = sums[2 * channels].item<double>();
+        if (count <= 1) {
+            throw Error(fmt::format("{}: the global batch holds {} value(s) per channel (this rank's input: {}); "
+                                    "training normalizes over more than one: give the ranks larger batches",
+                                    module_name, count, fmt::join(input.sizes(), " x ")));
+        }
+        const at::Tensor mean = sums.narrow(0, 0, channels) / count;
+        const at::Tensor biased_var = (sums.narrow(0, channels, channels) / count - mean * mean).clamp_min(0);
+        if (running_mean.defined()) {
+            at::NoGradGuard no_grad;
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
+            running_var.mul_(1 - momentum)
+                .add_((biased_var * (count / (count - 1))).to(running_var.scalar_type()), momentum);
+        }
+        const at::Tensor typed_mean = mean.to(input.scalar_type());
+        const at::Tensor invstd = (biased_var + eps).rsqrt().to(input.scalar_type());
+        context->save_for_backward({input, given_weight, typed_mean, invstd});
+        context->saved_data["count"] = count;
+        // LibTorch's own CPU kernel normalizes with the statistics given (eval mode's path).
+        return at::batch_norm(input, weight, bias, typed_mean, biased_var.to(input.scalar_type()),
+                              /*training=*/false, 0.0, eps, /*cudnn_enabled=*/false);
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                   torch::autograd::variable_list output_gradients) {
+        const auto saved = context->get_saved_variables();
+        const at::Tensor& input = saved[0];
+        const at::Tensor weight = unless_empty(saved[1]);
+        const at::Tensor& mean = saved[2];
+        const at::Tensor& invstd = saved[3];
+        const double count = context->saved_data["count"].toDouble();
+        const std::int64_t channels = input.size(1);
+        const std::vector<std::int64_t> dims = reduced_dims(input);
+        at::Tensor dy = output_gradients[0];
+        if (!dy.defined()) dy = at::zeros_like(input);
+
+        const at::Tensor centered = input - per_channel(mean, input);
+        // This rank's [sum dy (C), sum dy·(x - mean) (C)]: the weight's and bias's gradients
+        // (each rank's own, as for any parameter: DDP averages them), and, summed over all
+        // ranks, what the input's gradient needs.
+        at::Tensor sums = at::zeros({2 * channels}, input.options().dtype(at::kDouble));
+        if (input.numel() > 0) {
+            sums.narrow(0, 0, channels).copy_(dy.sum(dims, false, at::kDouble));
+            sums.narrow(0, channels, channels).copy_((dy * centered).sum(dims, false, at::kDouble));
+        }
+        at::Tensor grad_weight, grad_bias;
+        if (weight.defined()) {
+            grad_weight =
+                (sums.narrow(0, channels, channels).to(invstd.scalar_type()) * invstd).to(weight.scalar_type());
+            grad_bias = sums.narrow(0, 0, channels).to(weight.scalar_type());
+        }
+        at::Tensor grad_input;
+        if (context->needs_input_grad(0)) {
+            sum_over_ranks(sums, backward_site);
+            const at::Tensor mean_dy = (sums.narrow(0, 0, channels) / count).to(input.scalar_type());
+            const at::Tensor mean_dy_centered = (sums.narrow(0, channels, channels) / count).to(input.scalar_type());
+            const at::Tensor scale = weight.defined() ? invstd * weight.to(invstd.scalar_type()) : invstd;
+            grad_input =
+                (dy - per_channel(mean_dy, input) - centered * per_channel(invstd * invstd * mean_dy_centered, input)) *
+                per_channel(scale, input);
+        }
+        // One gradient per forward argument; none for the name, buffers and numbers.
+        return {grad_input,   grad_weight,  grad_bias,    at::Tensor(),
+                at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+};
+
+}  // namespace
+
+at::Tensor sync_batch_norm(const char* module_name, const at::Tensor& input, const torch::nn::BatchNormOptions& options,
+                           bool training, const at::Tensor& weight, const at::Tensor& bias,
+                           const at::Tensor& running_mean, const at::Tensor& running_var,
+                           const at::Tensor& num_batches_tracked) {
+    if (input.size(1) != options.num_features()) {
+        throw UsageError(fmt::format("{}: input of {} channels (sizes {}), the module has {} features", module_name,
+                                     input.size(1), fmt::join(input.sizes(), " x "), options.num_features()));
+    }
+    // As torch::nn::BatchNorm: the factor by which running statistics move.
+    double factor = options.momentum() ? *options.momentum() : 0.0;
+    if (training && options.track_running_stats() && num_batches_tracked.defined()) {
+        at::NoGradGuard no_grad;
+        num_batches_tracked.add_(1);
+        if (!options.momentum()) factor = 1.0 / num_batches_tracked.item<double>();
+    }
+    const bool batch_statistics = training || !options.track_running_stats();
+    const bool synchronized = training && group_is_active() && active_group(module_name).world_size > 1;
+    if (!synchronized) {
+        return torch::nn::functional::detail::batch_norm(input, running_mean, running_var, weight, bias,
+                                                         batch_statistics, factor, options.eps());
+    }
+    const at::Tensor updated_mean = options.track_running_stats() ? or_empty(running_mean) : at::empty({0});
+    const at::Tensor updated_var = options.track_running_stats() ? or_empty(running_var) : at::empty({0});
+    return GlobalBatchNorm::apply(input.is_contiguous() ? input : input.contiguous(), or_empty(weight), or_empty(bias),
+                                  module_name, updated_mean, updated_var, factor, options.eps());
+}
+
+void check_batch_norm_dims(const char* module_name, std::size_t dims, const at::Tensor& input) {
+    const std::int64_t got = input.dim();
+    const bool fits = dims == 1 ? (got == 2 || got == 3) : got == static_cast<std::int64_t>(dims) + 2;
+    if (fits) return;
+    const std::string expected = dims == 1 ? "2D or 3D" : std::to_string(dims + 2) + "D";
+    throw UsageError(fmt::format("{}: expected {} input (got {}D input, sizes {})", module_name, expected, got,
+                                 fmt::join(input.sizes(), " x ")));
+}
+
+void print_batch_norm(std::ostream& stream, const char* module_name, const torch::nn::BatchNormOptions& options) {
+    stream << module_name << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
+    if (options.momentum()) stream << *options.momentum();
+    else stream << "None";
+    stream << ", affine=" << (options.affine() ? "true" : "false")
+           << ", track_running_stats=" << (options.track_running_stats() ? "true" : "false") << ")";
+}
+
+MPIFY_END_DETAIL_NAMESPACE
