@@ -12,6 +12,7 @@
 #include "callbacks.hpp"
 #include "checkpoint.hpp"
 #include "history.hpp"
+#include "lr_finder.hpp"
 #include "metrics.hpp"
 
 #include <mpify/distributed_data_parallel.hpp>
@@ -45,6 +46,13 @@ struct DataLoaders {
     DataSet valid;
     std::int64_t batch_size = 64;  ///< per rank
     std::uint64_t seed = 0;        ///< the training shuffle's seed
+};
+
+/// A model's answers for a whole data set, in the data set's order (Learner::get_preds).
+struct Predictions {
+    at::Tensor outputs;  ///< what the model's forward returns for each item, in eval mode (N, ...)
+    at::Tensor targets;  ///< the data set's targets (N, ...)
+    at::Tensor losses;   ///< the loss function on each item alone (N)
 };
 
 /// Loss of a batch: a scalar tensor, the mean over the batch.
@@ -114,6 +122,19 @@ public:
     History fit_one_cycle(int epochs, double max_lr);
     /// The model's outputs for `inputs`, in eval mode, without gradients, in this process.
     at::Tensor predict(const at::Tensor& inputs);
+    /// Trains a few steps with a learning rate growing from options.start_lr to end_lr and
+    /// records the loss of each (fastai's lr_find), then puts the model's weights back as
+    /// they were (the optimizer of fit is not touched: the sweep has its own). Under DDP
+    /// every rank calls it: each step trains on the global batch, its loss is the global
+    /// batch's, so every rank records the same curve, stops at the same step and suggests
+    /// the same rate. Throws std::invalid_argument for a sweep that cannot be run.
+    LrFinderResult lr_find(LrFinderOptions options = {});
+    /// Predictions for the whole validation set (fastai's get_preds), in eval mode. Under
+    /// DDP every rank calls it: each predicts every world_size-th item, and every rank gets
+    /// all of them back in the data set's order, each item once.
+    Predictions get_preds();
+    /// The same for `data`.
+    Predictions get_preds(const DataSet& data);
 
     /// Writes a checkpoint to `path` (rank 0 only; other ranks do nothing): the model,
     /// the optimizer, where the last fit stands, the RNG and its History. Atomic: a crash

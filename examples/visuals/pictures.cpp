@@ -62,6 +62,14 @@ std::string text_at(double x, double y, const std::string& text, const char* anc
            "\">" + escaped(text) + "</text>\n";
 }
 
+// "<image .../>" of `image` scaled `scale` times with its top left corner at (x, y).
+std::string embedded_image(const Image& image, int x, int y, int scale) {
+    const std::string data = "data:image/png;base64," + base64(encode_png(image));
+    return "<image x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
+           std::to_string(image.width * scale) + "\" height=\"" + std::to_string(image.height * scale) +
+           "\" style=\"image-rendering:pixelated\" href=\"" + data + "\" xlink:href=\"" + data + "\"/>\n";
+}
+
 // A grid of images scaled up `scale` times, each with one caption line under it.
 Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_predictions) {
     if (images.empty()) return Svg{svg_open(200, 30) + text_at(100, 20, "(no images)") + "</svg>\n"};
@@ -85,11 +93,7 @@ Svg image_grid(const std::vector<LabeledImage>& images, int columns, bool with_p
         const LabeledImage& item = images[i];
         const int x = gap + static_cast<int>(i % columns) * (tile_width + gap);
         const int y = gap + static_cast<int>(i / columns) * (tile_height + caption + gap);
-        const int w = item.image.width * scale, h = item.image.height * scale;
-        const std::string data = "data:image/png;base64," + base64(encode_png(item.image));
-        svg += "<image x=\"" + std::to_string(x + (tile_width - w) / 2) + "\" y=\"" + std::to_string(y) +
-               "\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
-               "\" style=\"image-rendering:pixelated\" href=\"" + data + "\" xlink:href=\"" + data + "\"/>\n";
+        svg += embedded_image(item.image, x + (tile_width - item.image.width * scale) / 2, y, scale);
         const double middle = x + tile_width / 2.0, baseline = y + tile_height + 14;
         const char* color = !with_predictions ? "#333" : item.predicted == item.label ? "#1a7f37" : "#cf222e";
         svg += text_at(middle, baseline, caption_of(item), "middle", color);
@@ -231,5 +235,138 @@ Svg plot_losses(const History& history) {
 Svg show_batch(const std::vector<LabeledImage>& images, int columns) { return image_grid(images, columns, false); }
 
 Svg show_results(const std::vector<LabeledImage>& images, int columns) { return image_grid(images, columns, true); }
+
+Svg plot_confusion_matrix(const ConfusionMatrix& matrix) {
+    const int classes = static_cast<int>(matrix.class_names.size());
+    std::size_t longest = 0;
+    for (const std::string& name : matrix.class_names) longest = std::max(longest, name.size());
+    const int cell = 40, label = static_cast<int>(longest) * 7 + 12;  // about 7 px a character
+    const int left = label + 24, top = 34;
+    const int width = left + classes * cell + 20, height = top + classes * cell + label + 30;
+    std::int64_t most = 1;
+    for (const auto& row : matrix.counts)
+        for (std::int64_t count : row) most = std::max(most, count);
+    std::string svg = svg_open(width, height);
+    svg += text_at(width / 2.0, 20, "confusion matrix (accuracy " + number(matrix.accuracy() * 100, "%.1f") + " %)");
+    for (int actual = 0; actual < classes; ++actual) {
+        for (int predicted = 0; predicted < classes; ++predicted) {
+            const std::int64_t count =
+                matrix.counts[static_cast<std::size_t>(actual)][static_cast<std::size_t>(predicted)];
+            const double shade = static_cast<double>(count) / static_cast<double>(most);  // 0 white .. 1 dark blue
+            const int red = static_cast<int>(247 - shade * (247 - 8)),
+                      green = static_cast<int>(251 - shade * (251 - 48)),
+                      blue = static_cast<int>(255 - shade * (255 - 107));
+            const int x = left + predicted * cell, y = top + actual * cell;
+            svg += "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
+                   std::to_string(cell) + "\" height=\"" + std::to_string(cell) + "\" fill=\"rgb(" +
+                   std::to_string(red) + "," + std::to_string(green) + "," + std::to_string(blue) +
+                   ")\" stroke=\"#fff\"/>\n";
+            svg += text_at(x + cell / 2.0, y + cell / 2.0 + 4, std::to_string(count), "middle",
+                           shade > 0.5 ? "#fff" : "#333");
+        }
+        svg += text_at(left - 6, top + actual * cell + cell / 2.0 + 4,
+                       matrix.class_names[static_cast<std::size_t>(actual)], "end");
+    }
+    for (int predicted = 0; predicted < classes; ++predicted) {  // the answers' names, slanted under their columns
+        const double x = left + predicted * cell + cell / 2.0, y = top + classes * cell + 8;
+        svg += "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" text-anchor=\"end\" fill=\"#333\" " +
+               "transform=\"rotate(-45 " + number(x) + " " + number(y) + ")\">" +
+               escaped(matrix.class_names[static_cast<std::size_t>(predicted)]) + "</text>\n";
+    }
+    svg += text_at(left + classes * cell / 2.0, height - 8, "predicted");
+    svg += "<text x=\"14\" y=\"" + number(top + classes * cell / 2.0) + "\" text-anchor=\"middle\" fill=\"#333\" " +
+           "transform=\"rotate(-90 14 " + number(top + classes * cell / 2.0) + ")\">actual</text>\n";
+    return Svg{svg + "</svg>\n"};
+}
+
+Svg plot_top_losses(const std::vector<TopLoss>& items, int columns) {
+    if (items.empty()) return Svg{svg_open(200, 30) + text_at(100, 20, "(no items)") + "</svg>\n"};
+    columns = std::max(1, std::min<int>(columns, static_cast<int>(items.size())));
+    const int scale = 3, gap = 10, captions = 34;
+    auto first_line = [](const TopLoss& item) { return item.predicted + " / " + item.actual; };
+    auto second_line = [](const TopLoss& item) {
+        return "loss " + number(item.loss, "%.2f") + " / p " + number(item.probability, "%.2f");
+    };
+    int tile_width = 0, tile_height = 0;
+    for (const TopLoss& item : items) {
+        tile_width = std::max({tile_width, item.image.width * scale, static_cast<int>(first_line(item).size()) * 7 + 8,
+                               static_cast<int>(second_line(item).size()) * 7 + 8});
+        tile_height = std::max(tile_height, item.image.height * scale);
+    }
+    const int rows = (static_cast<int>(items.size()) + columns - 1) / columns;
+    const int width = columns * (tile_width + gap) + gap;
+    const int height = 28 + rows * (tile_height + captions + gap) + gap;
+    std::string svg = svg_open(width, height);
+    svg += text_at(width / 2.0, 18, "predicted / actual, loss / probability");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const TopLoss& item = items[i];
+        const int x = gap + static_cast<int>(i % static_cast<std::size_t>(columns)) * (tile_width + gap);
+        const int y = 28 + static_cast<int>(i / static_cast<std::size_t>(columns)) * (tile_height + captions + gap);
+        if (item.image.width > 0)
+            svg += embedded_image(item.image, x + (tile_width - item.image.width * scale) / 2, y, scale);
+        const char* color = item.predicted == item.actual ? "#1a7f37" : "#cf222e";
+        svg += text_at(x + tile_width / 2.0, y + tile_height + 14, first_line(item), "middle", color);
+        svg += text_at(x + tile_width / 2.0, y + tile_height + 29, second_line(item), "middle", "#555");
+    }
+    return Svg{svg + "</svg>\n"};
+}
+
+Svg plot_lr_find(const LrFinderResult& result) {
+    const int width = 520, height = 320;
+    const double left = 60, right = 20, top = 30, bottom = 45;
+    const double plot_width = width - left - right, plot_height = height - top - bottom;
+    std::string svg = svg_open(width, height);
+    svg += text_at(width / 2.0, 18, "learning rate finder");
+    std::vector<std::pair<double, double>> points;  // (log10 lr, loss), finite ones
+    for (std::size_t i = 0; i < std::min(result.lrs.size(), result.losses.size()); ++i)
+        if (result.lrs[i] > 0 && std::isfinite(result.losses[i]))
+            points.emplace_back(std::log10(result.lrs[i]), result.losses[i]);
+    if (points.empty()) return Svg{svg + text_at(width / 2.0, height / 2.0, "(no losses)") + "</svg>\n"};
+    double x_low = std::floor(points.front().first), x_high = std::ceil(points.back().first);
+    if (x_high <= x_low) x_high = x_low + 1;
+    double y_low = points.front().second, y_high = y_low;
+    for (const auto& [x, y] : points) {
+        y_low = std::min(y_low, y);
+        y_high = std::max(y_high, y);
+    }
+    // A diverging tail would flatten the rest: show up to twice the curve's first loss.
+    y_high = std::min(y_high, std::max(points.front().second * 2, y_low * 1.5));
+    if (y_high <= y_low) y_high = y_low + 1;
+    const double margin = (y_high - y_low) * 0.05;
+    y_low -= margin;
+    y_high += margin;
+    auto px = [&](double x) { return left + (x - x_low) / (x_high - x_low) * plot_width; };
+    auto py = [&](double y) {
+        return top + plot_height - (std::clamp(y, y_low, y_high) - y_low) / (y_high - y_low) * plot_height;
+    };
+    for (int decade = static_cast<int>(x_low); decade <= static_cast<int>(x_high); ++decade) {
+        svg += line_at(px(decade), top, px(decade), top + plot_height, "stroke=\"#eee\"");
+        svg += text_at(px(decade), top + plot_height + 16, "1e" + std::to_string(decade));
+    }
+    for (int i = 0; i <= 4; ++i) {
+        const double y = y_low + (y_high - y_low) * i / 4;
+        svg += line_at(left, py(y), left + plot_width, py(y), "stroke=\"#ddd\"");
+        svg += text_at(left - 6, py(y) + 4, number(y, "%.3g"), "end");
+    }
+    svg += text_at(left + plot_width / 2, height - 8, "learning rate (log scale)");
+    svg += "<text x=\"14\" y=\"" + number(top + plot_height / 2) + "\" text-anchor=\"middle\" fill=\"#333\" " +
+           "transform=\"rotate(-90 14 " + number(top + plot_height / 2) + ")\">loss</text>\n";
+    svg += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_width) + "\" height=\"" +
+           number(plot_height) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+    std::string line = "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"";
+    for (const auto& [x, y] : points) line += number(px(x)) + "," + number(py(y)) + " ";
+    svg += line + "\"/>\n";
+    if (result.suggested_lr > 0) {  // the suggestion: a red dot on the curve, its rate beside it
+        const double x = std::log10(result.suggested_lr);
+        auto nearest = std::min_element(points.begin(), points.end(), [&](const auto& a, const auto& b) {
+            return std::abs(a.first - x) < std::abs(b.first - x);
+        });
+        svg += "<circle cx=\"" + number(px(x)) + "\" cy=\"" + number(py(nearest->second)) +
+               "\" r=\"5\" fill=\"#cf222e\"/>\n";
+        svg += text_at(px(x) + 8, py(nearest->second) - 8, "valley " + number(result.suggested_lr, "%.2g"), "start",
+                       "#cf222e");
+    }
+    return Svg{svg + "</svg>\n"};
+}
 
 }  // namespace mpify_examples

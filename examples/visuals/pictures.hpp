@@ -6,7 +6,9 @@
 // Free of LibTorch, like the examples' headers: a notebook includes it and shows the
 // pictures with xcpp::display (include visuals/notebook.hpp for that); the command-line
 // programs save them next to their CSVs.
+#include <learner/confusion.hpp>
 #include <learner/history.hpp>
+#include <learner/lr_finder.hpp>
 #include <visuals/image.hpp>
 
 #include <string>
@@ -32,6 +34,16 @@ Svg show_batch(const std::vector<LabeledImage>& images, int columns = 6);
 /// model was right and red when it was not.
 Svg show_results(const std::vector<LabeledImage>& images, int columns = 4);
 
+/// The finder's smoothed loss against the learning rate (a log scale), the suggested rate
+/// marked (fastai's lr_find plot).
+Svg plot_lr_find(const LrFinderResult& result);
+/// The confusion matrix as a grid of cells shaded by count, the truth down the side and
+/// the model's answer along the bottom (fastai's plot_confusion_matrix).
+Svg plot_confusion_matrix(const ConfusionMatrix& matrix);
+/// The items of largest loss in a grid of `columns`, each captioned "predicted / actual"
+/// and "loss / probability" (fastai's plot_top_losses); items without an image get a
+/// caption only.
+Svg plot_top_losses(const std::vector<TopLoss>& items, int columns = 4);
 /// A PNG file's bytes for a grayscale image (used inside the SVGs).
 std::string encode_png(const Image& image);
 

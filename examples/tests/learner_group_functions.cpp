@@ -1,0 +1,69 @@
+#include "learner_group_functions.hpp"
+
+#include "blob_data.hpp"
+
+#include <learner/learner.hpp>
+
+#include <mpify/ddp.hpp>
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace mpify_examples::testing {
+namespace {
+
+std::shared_ptr<torch::nn::LinearImpl> classifier() {
+    torch::manual_seed(4);
+    return std::make_shared<torch::nn::LinearImpl>(2, 3);
+}
+
+LearnerOptions all_batches() {
+    LearnerOptions options;
+    options.max_batches = 0;
+    return options;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> predictions_of_25() {
+    Learner learn({blobs(40, 1), blobs(25, 2), 4, 7}, classifier(), cross_entropy, {}, all_batches());
+    const Predictions preds = learn.get_preds();
+    return {preds.outputs, preds.losses, preds.targets};
+}
+MPIFY_REGISTER(predictions_of_25);
+
+LrFinderResult find_lr(std::int64_t batch_size, double end_lr) {
+    auto model = classifier();
+    Learner learn({blobs(512, 1), blobs(32, 2), batch_size, 7}, model, cross_entropy, {}, all_batches());
+    const at::Tensor weight_before = model->weight.detach().clone();
+    LrFinderOptions sweep;
+    sweep.end_lr = end_lr;
+    sweep.iterations = 60;
+    const LrFinderResult result = learn.lr_find(sweep);
+    if (!at::equal(model->weight, weight_before)) throw std::runtime_error("lr_find left the weights changed");
+    if (mpify::ddp::active()) {
+        const auto steps = static_cast<std::int64_t>(result.lrs.size());
+        at::Tensor most = torch::tensor(steps), least = torch::tensor(steps);
+        mpify::ddp::all_reduce(most, c10d::ReduceOp::MAX);
+        mpify::ddp::all_reduce(least, c10d::ReduceOp::MIN);
+        if (most.item<std::int64_t>() != least.item<std::int64_t>())
+            throw std::runtime_error("the ranks stopped after " + std::to_string(least.item<std::int64_t>()) + " and " +
+                                     std::to_string(most.item<std::int64_t>()) + " steps");
+    }
+    return result;
+}
+MPIFY_REGISTER(find_lr);
+
+std::vector<at::Tensor> fit_accumulating(std::int64_t batch_size, std::int64_t accumulate) {
+    auto model = classifier();
+    LearnerOptions options = all_batches();
+    options.accumulate = accumulate;
+    Learner learn({blobs(200, 1), blobs(32, 2), batch_size, 7}, model, cross_entropy, {}, options);
+    learn.fit(2, 0.05);
+    return {model->weight.detach().clone(), model->bias.detach().clone()};
+}
+MPIFY_REGISTER(fit_accumulating);
+
+}  // namespace mpify_examples::testing
