@@ -6,10 +6,12 @@
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
 //   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
 //   ./build/bin/mpify_ddp_bench --limit             (the all-reduce against one core's memcpy)
+//   ./build/bin/mpify_ddp_bench --norms STEPS       (SyncBatchNorm2d against BatchNorm2d, 2 ranks)
 #include "timing.hpp"
 
 #include <data/fashion_mnist.hpp>
 #include <intro/cnn.hpp>
+#include <resnet/resnet_model.hpp>
 #include <mpify/torch.hpp>
 
 #include <torch/torch.h>
@@ -81,18 +83,26 @@ void print_allreduce_against_memcpy(const mpify::Options& quiet) {
     }
 }
 
+// A training run's set-up on every rank: one thread, `per_rank` Fashion-MNIST images for
+// each rank, this rank's shard of them, and the seed of the model about to be made.
+std::pair<mpify_examples::ImageSet, at::Tensor> training_batches(std::int64_t per_rank) {
+    torch::set_num_threads(1);
+    const int world = mpify::ddp::world_size();
+    auto data = mpify_examples::load_fashion_mnist(true, per_rank * world);
+    mpify::DistributedSampler sampler(data.images.size(0), mpify::ddp::rank(), world, true, 1);
+    at::Tensor indices = torch::tensor(sampler.indices());
+    torch::manual_seed(0);
+    return {std::move(data), std::move(indices)};
+}
+
 // Trains `steps` batches of 64 per rank after `warmup` untimed ones (the first steps
 // fault in every buffer, which is slow here); returns the group's samples per second.
 // bucketed: DistributedDataParallel; otherwise one all-reduce per parameter after backward.
 double train_steps(int steps, bool bucketed) {
     const int warmup = 5;
-    torch::set_num_threads(1);
     const int world = mpify::ddp::world_size();
     const std::int64_t batch = 64;
-    const auto data = mpify_examples::load_fashion_mnist(true, batch * (steps + warmup) * world);
-    mpify::DistributedSampler sampler(data.images.size(0), mpify::ddp::rank(), world, true, 1);
-    const auto indices = torch::tensor(sampler.indices());
-    torch::manual_seed(0);
+    const auto [data, indices] = training_batches(batch * (steps + warmup));
     auto model = std::make_shared<mpify_examples::intro::Cnn>();
     mpify::DistributedDataParallel ddp_model(model);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
@@ -125,6 +135,62 @@ double train_steps(int steps, bool bucketed) {
 }
 MPIFY_REGISTER(train_steps);
 
+// The resnet example's model with norms of type Norm, trained `steps` batches of 64 per
+// rank after 5 untimed: {the group's samples per second, SyncBatchNorm's collective calls
+// and bytes in one step (as this rank's record of calls counts them)}.
+template <class Norm>
+std::vector<double> train_resnet(int steps) {
+    const int warmup = 5;
+    const int world = mpify::ddp::world_size();
+    const std::int64_t batch = 64;
+    const auto [data, indices] = training_batches(batch * (steps + warmup));
+    auto model = std::make_shared<mpify_examples::resnet::SmallResNet<Norm>>();
+    mpify::DistributedDataParallel ddp_model(model);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    double calls = 0, bytes = 0;
+    auto start = Clock::now();
+    for (int step = 0; step < warmup + steps; ++step) {
+        if (step == warmup) {
+            mpify::ddp::barrier();
+            start = Clock::now();
+        }
+        const std::vector<mpify::CollectiveCall> before = mpify::ddp::recorded_calls();
+        const std::uint64_t last = before.empty() ? 0 : before.back().sequence;
+        const at::Tensor rows = indices.narrow(0, step * batch, batch);
+        optimizer.zero_grad();
+        torch::cross_entropy_loss(ddp_model(data.images.index_select(0, rows)), data.labels.index_select(0, rows))
+            .backward();
+        optimizer.step();
+        if (step == 0)
+            for (const mpify::CollectiveCall& call : mpify::ddp::recorded_calls())
+                if (call.sequence > last && call.site.rfind("mpify::SyncBatchNorm", 0) == 0) {
+                    ++calls;
+                    bytes += static_cast<double>(call.bytes);
+                }
+    }
+    mpify::ddp::barrier();
+    return {static_cast<double>(batch * steps * world) / seconds_since(start), calls, bytes};
+}
+std::vector<double> train_resnet_batch_norm(int steps) { return train_resnet<torch::nn::BatchNorm2d>(steps); }
+std::vector<double> train_resnet_sync_batch_norm(int steps) { return train_resnet<mpify::SyncBatchNorm2d>(steps); }
+MPIFY_REGISTER(train_resnet_batch_norm);
+MPIFY_REGISTER(train_resnet_sync_batch_norm);
+
+// SyncBatchNorm2d's cost over BatchNorm2d in the resnet example's model, 2 ranks, best of
+// 3 runs each, interleaved.
+void print_sync_batch_norm_cost(const mpify::Options& quiet, int steps) {
+    double plain = 0, synced = 0;
+    std::vector<double> sync_run;
+    for (int run = 0; run < 3; ++run) {
+        plain = std::max(plain, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_resnet_batch_norm, steps)[0]);
+        sync_run = mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, train_resnet_sync_batch_norm, steps);
+        synced = std::max(synced, sync_run[0]);
+    }
+    std::printf("resnet example's model, 2 ranks, batch 64 per rank, %d timed steps, best of 3 (samples/s)\n", steps);
+    std::printf("BatchNorm2d %10.1f\nSyncBatchNorm2d %6.1f   ratio %.3f   (%.0f all-reduces, %.0f bytes a step)\n",
+                plain, synced, synced / plain, sync_run[1], sync_run[2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +202,11 @@ int main(int argc, char** argv) {
     if (argc > 3 && std::string(argv[1]) == "--train") {
         const int n = std::max(1, std::atoi(argv[2])), steps = std::max(5, std::atoi(argv[3]));
         std::printf("%.1f\n", mpify::in_ddp(mpify::DdpOptions{}, quiet, n, train_steps, steps, true));
+        return 0;
+    }
+    // --norms STEPS: SyncBatchNorm2d's cost over BatchNorm2d.
+    if (argc > 2 && std::string(argv[1]) == "--norms") {
+        print_sync_batch_norm_cost(quiet, std::max(5, std::atoi(argv[2])));
         return 0;
     }
     // --limit: the all-reduce against one core's memcpy alone.

@@ -39,10 +39,28 @@ std::string read_file(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A process's /proc/PID/stat; empty once the process has ended (reading the file of a
+// process reaped after it was opened fails, and libstdc++'s stream throws for that).
+std::string stat_of(pid_t pid) {
+    try {
+        return read_file("/proc/" + std::to_string(pid) + "/stat");
+    } catch (const std::ios_base::failure&) {
+        return {};
+    }
+}
+
+// Whether `stat` is a live warm template's: "pid (mpify-template) S ...", a state that
+// is not Z (a dead template keeps its name until it is reaped).
+bool is_warm_template_stat(const std::string& stat) {
+    const std::string name = "(mpify-template) ";
+    const auto at = stat.find(name);
+    return at != std::string::npos && at + name.size() < stat.size() && stat[at + name.size()] != 'Z';
+}
+
 }  // namespace
 
 pid_t parent_of(pid_t pid) {
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat = stat_of(pid);
     const auto after_name = stat.rfind(')');  // the command may hold spaces and parentheses
     if (after_name == std::string::npos) return -1;
     char state = 0;
@@ -62,14 +80,7 @@ std::vector<pid_t> children(pid_t parent) {
     return found;
 }
 
-bool is_warm_template(pid_t pid) {
-    // "pid (mpify-template) S ...": the name, and a state that is not Z (a dead template
-    // keeps its name until it is reaped).
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    const std::string name = "(mpify-template) ";
-    const auto at = stat.find(name);
-    return at != std::string::npos && at + name.size() < stat.size() && stat[at + name.size()] != 'Z';
-}
+bool is_warm_template(pid_t pid) { return is_warm_template_stat(stat_of(pid)); }
 
 std::vector<pid_t> warm_templates_of(pid_t parent) {
     std::vector<pid_t> found = children(parent);
@@ -84,8 +95,13 @@ mpify::Spawner spawner_under_test() {
 }
 
 bool has_no_children() {
-    const std::vector<pid_t> all = children(::getpid());
-    return std::all_of(all.begin(), all.end(), is_warm_template);
+    for (pid_t child : children(::getpid())) {
+        const std::string stat = stat_of(child);
+        // Ended since it was listed: a retiring template its pool has just reaped.
+        if (stat.empty()) continue;
+        if (!is_warm_template_stat(stat)) return false;
+    }
+    return true;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -90,6 +91,10 @@ LrFinderResult Learner::lr_find(LrFinderOptions sweep) {
     }
     for (at::Tensor& b : model_->buffers()) b.copy_(saved[next++]);
     result.suggested_lr = valley_lr(result.lrs, result.losses);
+    if (!result.losses.empty()) {
+        const auto lowest = std::min_element(result.losses.begin(), result.losses.end());
+        result.minimum_lr = result.lrs[static_cast<std::size_t>(lowest - result.losses.begin())] / 10;
+    }
     return result;
 }
 

@@ -25,11 +25,14 @@ struct LrFinderResult {
     std::vector<double> lrs;
     std::vector<double> losses;  ///< smoothed; under DDP the global batch's (every rank the same)
     double suggested_lr = 0;     ///< see valley_lr
+    /// A tenth of the rate of the lowest loss: fastai's "minimum" suggestion, bolder than
+    /// the valley's.
+    double minimum_lr = 0;
     bool diverged = false;       ///< the sweep stopped early: the loss ran away
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & lrs & losses & suggested_lr & diverged;
+        ar & lrs & losses & suggested_lr & minimum_lr & diverged;
     }
 };
 

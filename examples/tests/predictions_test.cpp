@@ -12,6 +12,7 @@
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mpify_examples;
@@ -91,6 +92,8 @@ TEST_CASE("lr_find sweeps rates geometrically, stops when the loss diverges, and
     CHECK(result.lrs.size() < 60);
     CHECK(result.suggested_lr > 1e-5);
     CHECK(result.suggested_lr < 10);
+    const auto lowest = std::min_element(result.losses.begin(), result.losses.end()) - result.losses.begin();
+    CHECK(result.minimum_lr == Approx(result.lrs[static_cast<std::size_t>(lowest)] / 10));
     CHECK_THAT(plot_lr_find(result).text, Contains("valley"));
 
     LrFinderOptions backwards;
@@ -116,6 +119,7 @@ TEST_CASE("under in_ddp of 2, lr_find suggests what one process with the global 
     for (std::size_t i = 0; i < alone.losses.size(); ++i)
         CHECK(ranks.losses[i] == Approx(alone.losses[i]).epsilon(1e-4));
     CHECK(ranks.suggested_lr == Approx(alone.suggested_lr).epsilon(0.01));
+    CHECK(ranks.minimum_lr == Approx(alone.minimum_lr).epsilon(0.01));
 }
 
 TEST_CASE("under in_ddp of 2, accumulate = 2 trains as one process with four times the batch", "[learner][ddp]") {

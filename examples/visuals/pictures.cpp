@@ -356,16 +356,19 @@ Svg plot_lr_find(const LrFinderResult& result) {
     std::string line = "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"";
     for (const auto& [x, y] : points) line += number(px(x)) + "," + number(py(y)) + " ";
     svg += line + "\"/>\n";
-    if (result.suggested_lr > 0) {  // the suggestion: a red dot on the curve, its rate beside it
-        const double x = std::log10(result.suggested_lr);
+    // The suggestions: a dot on the curve at each, its rate beside it.
+    auto mark = [&](double lr, const std::string& label, const char* color, double dy) {
+        if (!(lr > 0)) return;
+        const double x = std::log10(lr);
         auto nearest = std::min_element(points.begin(), points.end(), [&](const auto& a, const auto& b) {
             return std::abs(a.first - x) < std::abs(b.first - x);
         });
-        svg += "<circle cx=\"" + number(px(x)) + "\" cy=\"" + number(py(nearest->second)) +
-               "\" r=\"5\" fill=\"#cf222e\"/>\n";
-        svg += text_at(px(x) + 8, py(nearest->second) - 8, "valley " + number(result.suggested_lr, "%.2g"), "start",
-                       "#cf222e");
-    }
+        svg += "<circle cx=\"" + number(px(x)) + "\" cy=\"" + number(py(nearest->second)) + "\" r=\"5\" fill=\"" +
+               color + "\"/>\n";
+        svg += text_at(px(x) + 8, py(nearest->second) + dy, label + " " + number(lr, "%.2g"), "start", color);
+    };
+    mark(result.suggested_lr, "valley", "#cf222e", -8);
+    mark(result.minimum_lr, "minimum", "#9a6700", 16);
     return Svg{svg + "</svg>\n"};
 }
 

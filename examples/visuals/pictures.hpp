@@ -34,8 +34,8 @@ Svg show_batch(const std::vector<LabeledImage>& images, int columns = 6);
 /// model was right and red when it was not.
 Svg show_results(const std::vector<LabeledImage>& images, int columns = 4);
 
-/// The finder's smoothed loss against the learning rate (a log scale), the suggested rate
-/// marked (fastai's lr_find plot).
+/// The finder's smoothed loss against the learning rate (a log scale), its valley and
+/// minimum suggestions marked (fastai's lr_find plot).
 Svg plot_lr_find(const LrFinderResult& result);
 /// The confusion matrix as a grid of cells shaded by count, the truth down the side and
 /// the model's answer along the bottom (fastai's plot_confusion_matrix).

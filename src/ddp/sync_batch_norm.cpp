@@ -1,10 +1,12 @@
 // SyncBatchNorm's forward and backward: batch normalization with the statistics of every
-// rank's batch together. LibTorch's own kernels for this (batch_norm_stats,
-// batch_norm_gather_stats_with_counts, batch_norm_backward_reduce...) exist for CUDA only,
-// so both passes are built from plain tensor operations, and each exchanges one vector of
-// per-channel sums with an all-reduce: sums add across ranks whatever each rank's batch
-// size, where means would need weights. The sums are accumulated in double, so that the
-// variance taken as E[x²] - E[x]² keeps float32's precision for ordinary activations.
+// rank's batch together. LibTorch's kernels made for this (batch_norm_stats,
+// batch_norm_gather_stats_with_counts, batch_norm_backward_reduce...) exist for CUDA only;
+// on the CPU each pass takes its per-channel reductions from the fused kernels plain
+// BatchNorm uses (the local statistics, the local backward sums), exchanges one vector of
+// per-channel sums with an all-reduce — sums add across ranks whatever each rank's batch
+// size, where means would need weights — and finishes with elementwise operations. The
+// sums are in double, so that the variance taken as E[x²] - E[x]² keeps float32's
+// precision for ordinary activations.
 #include "ddp/active_group.hpp"
 #include "ddp/collective_wait.hpp"
 
@@ -35,13 +37,6 @@ void sum_over_ranks(at::Tensor& sums, const char* site) {
     wait_for_collective(*group.group->allreduce(tensors), site, sequence);
 }
 
-/// Every dimension but the channels' (1): those a batch norm reduces over.
-std::vector<std::int64_t> reduced_dims(const at::Tensor& input) {
-    std::vector<std::int64_t> dims{0};
-    for (std::int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
-    return dims;
-}
-
 /// A per-channel vector shaped to broadcast over `input` (1, C, 1, ...).
 at::Tensor per_channel(const at::Tensor& values, const at::Tensor& input) {
     std::vector<std::int64_t> shape(static_cast<std::size_t>(input.dim()), 1);
@@ -65,16 +60,17 @@ struct GlobalBatchNorm : torch::autograd::Function<GlobalBatchNorm> {
         const at::Tensor running_mean = unless_empty(given_running_mean);
         const at::Tensor running_var = unless_empty(given_running_var);
         const std::int64_t channels = input.size(1);
-        const std::vector<std::int64_t> dims = reduced_dims(input);
-        // One vector: [sum x (C), sum x² (C), count (1)].
-        at::Tensor sums = at::empty({2 * channels + 1}, input.options().dtype(at::kDouble));
+        // One vector: [sum x (C), sum x² (C), count (1)], from this rank's mean and biased
+        // variance (LibTorch's fused CPU kernel: one pass, accumulated in double).
+        at::Tensor sums = at::zeros({2 * channels + 1}, input.options().dtype(at::kDouble));
+        const double local_count = static_cast<double>(channels == 0 ? 0 : input.numel() / channels);
         if (input.numel() > 0) {
-            sums.narrow(0, 0, channels).copy_(input.sum(dims, false, at::kDouble));
-            sums.narrow(0, channels, channels).copy_((input * input).sum(dims, false, at::kDouble));
-        } else {
-            sums.narrow(0, 0, 2 * channels).zero_();
+            const auto [local_mean, local_var] = at::batch_norm_update_stats(input, {}, {}, 0.0);
+            const at::Tensor mean = local_mean.to(at::kDouble);
+            sums.narrow(0, 0, channels).copy_(mean * local_count);
+            sums.narrow(0, channels, channels).copy_((local_var.to(at::kDouble) + mean * mean) * local_count);
         }
-        sums[2 * channels] = static_cast<double>(channels == 0 ? 0 : input.numel() / channels);
+        sums[2 * channels] = local_count;
         sum_over_ranks(sums, forward_site);
 
         const double count = sums[2 * channels].item<double>();
@@ -109,34 +105,39 @@ struct GlobalBatchNorm : torch::autograd::Function<GlobalBatchNorm> {
         const at::Tensor& invstd = saved[3];
         const double count = context->saved_data["count"].toDouble();
         const std::int64_t channels = input.size(1);
-        const std::vector<std::int64_t> dims = reduced_dims(input);
         at::Tensor dy = output_gradients[0];
         if (!dy.defined()) dy = at::zeros_like(input);
 
-        const at::Tensor centered = input - per_channel(mean, input);
-        // This rank's [sum dy (C), sum dy·(x - mean) (C)]: the weight's and bias's gradients
-        // (each rank's own, as for any parameter: DDP averages them), and, summed over all
-        // ranks, what the input's gradient needs.
+        // This rank's [sum dy (C), sum dy·(x - mean) (C)], from LibTorch's fused backward
+        // kernel (its bias gradient, and its weight gradient over invstd): the weight's and
+        // bias's gradients (each rank's own, as for any parameter: DDP averages them), and,
+        // summed over all ranks, what the input's gradient needs.
         at::Tensor sums = at::zeros({2 * channels}, input.options().dtype(at::kDouble));
         if (input.numel() > 0) {
-            sums.narrow(0, 0, channels).copy_(dy.sum(dims, false, at::kDouble));
-            sums.narrow(0, channels, channels).copy_((dy * centered).sum(dims, false, at::kDouble));
+            const at::Tensor unit_weight = at::ones({channels}, invstd.options());
+            const auto reduced = at::native_batch_norm_backward(dy, input, unit_weight, {}, {}, mean, invstd,
+                                                                /*train=*/true, 0.0, {false, true, true});
+            sums.narrow(0, 0, channels).copy_(std::get<2>(reduced));
+            sums.narrow(0, channels, channels).copy_(std::get<1>(reduced).to(at::kDouble) / invstd.to(at::kDouble));
         }
         at::Tensor grad_weight, grad_bias;
         if (weight.defined()) {
-            grad_weight =
-                (sums.narrow(0, channels, channels).to(invstd.scalar_type()) * invstd).to(weight.scalar_type());
+            grad_weight = (sums.narrow(0, channels, channels) * invstd.to(at::kDouble)).to(weight.scalar_type());
             grad_bias = sums.narrow(0, 0, channels).to(weight.scalar_type());
         }
         at::Tensor grad_input;
         if (context->needs_input_grad(0)) {
             sum_over_ranks(sums, backward_site);
-            const at::Tensor mean_dy = (sums.narrow(0, 0, channels) / count).to(input.scalar_type());
-            const at::Tensor mean_dy_centered = (sums.narrow(0, channels, channels) / count).to(input.scalar_type());
-            const at::Tensor scale = weight.defined() ? invstd * weight.to(invstd.scalar_type()) : invstd;
-            grad_input =
-                (dy - per_channel(mean_dy, input) - centered * per_channel(invstd * invstd * mean_dy_centered, input)) *
-                per_channel(scale, input);
+            // grad_input = (dy - mean(dy) - (x - mean)·invstd²·mean(dy·(x - mean)))·invstd·w over the
+            // global batch: per channel, dy·a + x·b + c.
+            const at::Tensor mean_dy = sums.narrow(0, 0, channels) / count;
+            const at::Tensor mean_dy_centered = sums.narrow(0, channels, channels) / count;
+            const at::Tensor invstd_d = invstd.to(at::kDouble);
+            const at::Tensor scale = weight.defined() ? invstd_d * weight.to(at::kDouble) : invstd_d;
+            const at::Tensor b = -scale * invstd_d * invstd_d * mean_dy_centered;
+            const at::Tensor c = -scale * mean_dy - b * mean.to(at::kDouble);
+            const auto typed = [&](const at::Tensor& t) { return per_channel(t.to(input.scalar_type()), input); };
+            grad_input = at::addcmul(dy * typed(scale), input, typed(b)).add_(typed(c));
         }
         // One gradient per forward argument; none for the name, buffers and numbers.
         return {grad_input,   grad_weight,  grad_bias,    at::Tensor(),
