@@ -7,6 +7,7 @@
 //   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
 //   ./build/bin/mpify_ddp_bench --limit             (the all-reduce against one core's memcpy)
 //   ./build/bin/mpify_ddp_bench --norms STEPS       (SyncBatchNorm2d against BatchNorm2d, 2 ranks)
+//   ./build/bin/mpify_ddp_bench --precision STEPS   (compression hooks, bfloat16 autocast)
 #include "timing.hpp"
 
 #include <data/fashion_mnist.hpp>
@@ -14,6 +15,7 @@
 #include <resnet/resnet_model.hpp>
 #include <mpify/torch.hpp>
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -98,13 +100,19 @@ std::pair<mpify_examples::ImageSet, at::Tensor> training_batches(std::int64_t pe
 // Trains `steps` batches of 64 per rank after `warmup` untimed ones (the first steps
 // fault in every buffer, which is slow here); returns the group's samples per second.
 // bucketed: DistributedDataParallel; otherwise one all-reduce per parameter after backward.
-double train_steps(int steps, bool bucketed) {
+// hook: "bf16" or "fp16" for DistributedDataParallel's compression hooks; bf16: the forward
+// and loss under CPU autocast to bfloat16.
+double run_steps(int steps, bool bucketed, const std::string& hook, bool bf16) {
     const int warmup = 5;
     const int world = mpify::ddp::world_size();
     const std::int64_t batch = 64;
     const auto [data, indices] = training_batches(batch * (steps + warmup));
     auto model = std::make_shared<mpify_examples::intro::Cnn>();
-    mpify::DistributedDataParallel ddp_model(model);
+    mpify::DdpModelOptions options;
+    if (hook == "bf16") options.communication_hook = mpify::bf16_compress_hook();
+    if (hook == "fp16") options.communication_hook = mpify::fp16_compress_hook();
+    mpify::DistributedDataParallel ddp_model(model, options);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     auto start = Clock::now();
     for (int step = 0; step < warmup + steps; ++step) {
@@ -116,7 +124,11 @@ double train_steps(int steps, bool bucketed) {
         const at::Tensor x = data.images.index_select(0, rows), y = data.labels.index_select(0, rows);
         optimizer.zero_grad();
         if (bucketed) {
-            torch::cross_entropy_loss(ddp_model(x), y).backward();
+            at::autocast::set_cpu_enabled(bf16);
+            at::Tensor loss = torch::cross_entropy_loss(ddp_model(x), y);
+            at::autocast::set_cpu_enabled(false);
+            at::autocast::clear_cache();
+            loss.backward();
         } else {
             auto local = ddp_model.no_sync();  // the reducer stays out of the way
             torch::cross_entropy_loss(model->forward(x), y).backward();
@@ -133,7 +145,33 @@ double train_steps(int steps, bool bucketed) {
     mpify::ddp::barrier();
     return static_cast<double>(batch * steps * world) / seconds_since(start);
 }
+double train_steps(int steps, bool bucketed) { return run_steps(steps, bucketed, "", false); }
 MPIFY_REGISTER(train_steps);
+double train_steps_with(int steps, std::string hook, bool bf16) { return run_steps(steps, true, hook, bf16); }
+MPIFY_REGISTER(train_steps_with);
+
+// The compression hooks and bfloat16 autocast against float32, the small CNN on 2 ranks of
+// the shared-memory group (and 1 rank for autocast), best of 3 runs each, interleaved.
+void print_precision_costs(const mpify::Options& quiet, int steps) {
+    struct Run {
+        const char* name;
+        int ranks;
+        const char* hook;
+        bool bf16;
+        double best = 0;
+    };
+    std::vector<Run> runs{{"float32, 1 rank", 1, "", false},        {"bf16 autocast, 1 rank", 1, "", true},
+                          {"float32, 2 ranks", 2, "", false},       {"bf16 hook, 2 ranks", 2, "bf16", false},
+                          {"fp16 hook, 2 ranks", 2, "fp16", false}, {"bf16 autocast, 2 ranks", 2, "", true}};
+    for (int round = 0; round < 3; ++round)
+        for (Run& run : runs)
+            run.best = std::max(run.best, mpify::in_ddp(mpify::DdpOptions{}, quiet, run.ranks, train_steps_with, steps,
+                                                        std::string(run.hook), run.bf16));
+    std::printf("small CNN on Fashion-MNIST, batch 64 per rank, %d timed steps, best of 3 (samples/s)\n", steps);
+    for (const Run& run : runs)
+        std::printf("%-24s %8.1f   %.3f of float32 on as many ranks\n", run.name, run.best,
+                    run.best / runs[run.ranks == 1 ? 0 : 2].best);
+}
 
 // The resnet example's model with norms of type Norm, trained `steps` batches of 64 per
 // rank after 5 untimed: {the group's samples per second, SyncBatchNorm's collective calls
@@ -202,6 +240,11 @@ int main(int argc, char** argv) {
     if (argc > 3 && std::string(argv[1]) == "--train") {
         const int n = std::max(1, std::atoi(argv[2])), steps = std::max(5, std::atoi(argv[3]));
         std::printf("%.1f\n", mpify::in_ddp(mpify::DdpOptions{}, quiet, n, train_steps, steps, true));
+        return 0;
+    }
+    // --precision STEPS: the compression hooks and bfloat16 autocast against float32.
+    if (argc > 2 && std::string(argv[1]) == "--precision") {
+        print_precision_costs(quiet, std::max(5, std::atoi(argv[2])));
         return 0;
     }
     // --norms STEPS: SyncBatchNorm2d's cost over BatchNorm2d.

@@ -111,6 +111,8 @@ TrainResult train_mlp(TrainSpec spec) {
     }
     mpify::DdpModelOptions options;
     options.bucket_bytes = static_cast<std::size_t>(spec.bucket_bytes);
+    if (spec.hook == "bf16") options.communication_hook = mpify::bf16_compress_hook();
+    else if (spec.hook == "fp16") options.communication_hook = mpify::fp16_compress_hook();
     mpify::DistributedDataParallel ddp_model(model, options);
     auto [x, y] = equivalence_data();
     const std::int64_t per_rank = x.size(0) / mpify::ddp::world_size();
@@ -118,7 +120,10 @@ TrainResult train_mlp(TrainSpec spec) {
     const at::Tensor my_y = y.narrow(0, mpify::ddp::rank() * per_rank, per_rank);
     const std::int64_t micro = per_rank / spec.micro_batches;
     torch::optim::SGD optimizer(ddp_model.parameters(), torch::optim::SGDOptions(0.1));
+    std::uint64_t before_last_step = 0;
     for (int step = 0; step < spec.steps; ++step) {
+        const auto calls = mpify::ddp::recorded_calls();
+        before_last_step = calls.empty() ? 0 : calls.back().sequence;
         optimizer.zero_grad();
         for (int m = 0; m < spec.micro_batches; ++m) {
             const at::Tensor bx = my_x.narrow(0, m * micro, micro);
@@ -134,6 +139,10 @@ TrainResult train_mlp(TrainSpec spec) {
         optimizer.step();
     }
     TrainResult result;
+    for (const mpify::CollectiveCall& call : mpify::ddp::recorded_calls())
+        if (call.sequence > before_last_step &&
+            (call.bucket >= 0 || call.site.find("compress_hook") != std::string::npos))
+            result.gradient_bytes += static_cast<std::int64_t>(call.bytes);
     result.parameters = copies(model->parameters());
     result.buckets = static_cast<std::int64_t>(ddp_model.reducer().bucket_count());
     result.sent_during_backward = static_cast<std::int64_t>(ddp_model.reducer().buckets_sent_during_backward());
@@ -159,7 +168,9 @@ struct PartlyUsed : torch::nn::Module {
 
 bool unused_parameters_stay_consistent() {
     auto model = std::make_shared<PartlyUsed>();
-    mpify::DistributedDataParallel ddp_model(model, mpify::DdpModelOptions{64, true});
+    mpify::DdpModelOptions options;
+    options.bucket_bytes = 64;
+    mpify::DistributedDataParallel ddp_model(model, options);
     torch::optim::SGD optimizer(ddp_model.parameters(), torch::optim::SGDOptions(0.1));
     for (int step = 0; step < 3; ++step) {
         optimizer.zero_grad();

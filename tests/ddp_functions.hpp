@@ -24,9 +24,10 @@ struct TrainSpec {
     int steps = 20;
     int micro_batches = 1;     ///< >1: gradient accumulation under no_sync()
     std::int64_t bucket_bytes = 25 << 20;
+    std::string hook;  ///< "bf16", "fp16": DdpModelOptions::communication_hook; empty: none
     template <class Archive>
     void serialize(Archive& ar, const unsigned int) {
-        ar & steps & micro_batches & bucket_bytes;
+        ar & steps & micro_batches & bucket_bytes & hook;
     }
 };
 
@@ -35,9 +36,10 @@ struct TrainResult {
     std::vector<at::Tensor> parameters;
     std::int64_t buckets = 0;
     std::int64_t sent_during_backward = 0;
+    std::int64_t gradient_bytes = 0;  ///< all-reduced for the gradients in the last step (the record's count)
     template <class Archive>
     void serialize(Archive& ar, const unsigned int) {
-        ar & parameters & buckets & sent_during_backward;
+        ar & parameters & buckets & sent_during_backward & gradient_bytes;
     }
 };
 

@@ -55,6 +55,30 @@ TEST_CASE("gradient accumulation under no_sync matches one process with the whol
     check_parameters_match(mpify::in_ddp(3, ddp_test::train_mlp, spec).parameters, ddp_test::train_mlp_single(spec));
 }
 
+TEST_CASE("the bf16 and fp16 compression hooks halve the bytes all-reduced and train as float32 does", "[ddp][model]") {
+    ddp_test::TrainSpec spec;
+    spec.bucket_bytes = 64;  // several buckets, each through the hook
+    const ddp_test::TrainResult plain = mpify::in_ddp(3, ddp_test::train_mlp, spec);
+    const std::vector<at::Tensor> single = ddp_test::train_mlp_single(spec);
+    for (const std::string hook : {"bf16", "fp16"}) {
+        INFO(hook << " hook");
+        spec.hook = hook;
+        const ddp_test::TrainResult compressed = mpify::in_ddp(3, ddp_test::train_mlp, spec);
+        CHECK(plain.gradient_bytes > 0);
+        CHECK(compressed.gradient_bytes * 2 == plain.gradient_bytes);
+        CHECK(compressed.sent_during_backward > 0);  // still overlapped with backward
+        REQUIRE(compressed.parameters.size() == single.size());
+        bool all_exact = true;
+        for (std::size_t i = 0; i < single.size(); ++i) {
+            const double off = (compressed.parameters[i] - single[i]).abs().max().item<double>();
+            INFO("parameter " << i << ": largest difference " << off);
+            CHECK(off < 0.05);  // 20 steps of 16-bit gradient sums
+            all_exact = all_exact && off < 1e-7;
+        }
+        CHECK_FALSE(all_exact);  // the sums did travel rounded
+    }
+}
+
 TEST_CASE("parameters without a gradient on some or all ranks neither hang nor diverge", "[ddp][model]") {
     CHECK(mpify::in_ddp(3, ddp_test::unused_parameters_stay_consistent));
 }

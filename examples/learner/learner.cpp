@@ -9,6 +9,7 @@
 #include <mpify/distributed_sampler.hpp>
 #include <mpify/process.hpp>
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <malloc.h>
@@ -52,6 +53,37 @@ void keep_freed_memory() {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
+
+}  // namespace
+
+namespace {
+
+// While it lives, CPU operations that autocast covers run in bfloat16 (when asked for):
+// the C++ counterpart of Python's torch.autocast("cpu", dtype=torch.bfloat16).
+class CpuAutocast {
+public:
+    explicit CpuAutocast(Precision precision)
+        : on_(precision == Precision::bfloat16), was_enabled_(at::autocast::is_cpu_enabled()),
+          was_type_(at::autocast::get_autocast_cpu_dtype()) {
+        if (!on_) return;
+        at::autocast::set_cpu_enabled(true);
+        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+        at::autocast::increment_nesting();
+    }
+    ~CpuAutocast() {
+        if (!on_) return;
+        if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+        at::autocast::set_cpu_enabled(was_enabled_);
+        at::autocast::set_autocast_cpu_dtype(was_type_);
+    }
+    CpuAutocast(const CpuAutocast&) = delete;
+    CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+private:
+    bool on_;
+    bool was_enabled_;
+    at::ScalarType was_type_;
+};
 
 }  // namespace
 
@@ -145,8 +177,13 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         apply(*optimizer_, lr, momentum);
         const at::Tensor rows = order.narrow(0, b * batch, rows_of(b));
         if (b == first) optimizer_->zero_grad();
-        const at::Tensor loss =
-            loss_(forward_train(data_.train.inputs.index_select(0, rows)), data_.train.targets.index_select(0, rows));
+        at::Tensor loss;
+        {
+            const CpuAutocast autocast(options_.precision);
+            loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
+                         data_.train.targets.index_select(0, rows))
+                       .to(torch::kFloat);
+        }
         // Each batch's share of the group's mean; the group's other batches add to the
         // gradients without a collective, and its last one averages the sum over the ranks.
         const at::Tensor share = loss * (static_cast<double>(rows.size(0)) / static_cast<double>(group_rows));
@@ -183,7 +220,8 @@ void Learner::add_validation(const at::Tensor& rows, std::vector<double>& sums) 
     for (std::int64_t start = 0; start < rows.size(0); start += batch) {
         const at::Tensor some = rows.narrow(0, start, std::min(batch, rows.size(0) - start));
         const at::Tensor target = data_.valid.targets.index_select(0, some);
-        const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, some));
+        const CpuAutocast autocast(options_.precision);
+        const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, some)).to(torch::kFloat);
         const double n = static_cast<double>(some.size(0));
         sums[2] += loss_(output, target).item<double>() * n;
         sums[3] += n;

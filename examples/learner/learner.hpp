@@ -58,6 +58,14 @@ struct Predictions {
 /// Loss of a batch: a scalar tensor, the mean over the batch.
 using LossFunction = std::function<at::Tensor(const at::Tensor& output, const at::Tensor& target)>;
 
+/// The arithmetic of forward passes.
+enum class Precision {
+    float32,   ///< everything in float32
+    bfloat16,  ///< forward and loss under LibTorch's CPU autocast to bfloat16 (convolutions and
+               ///< matrix products in bfloat16); parameters, gradients, the optimizer and the
+               ///< all-reduce stay float32
+};
+
 /// How a Learner trains, beyond the model and data.
 struct LearnerOptions {
     double weight_decay = 0.01;  ///< AdamW's decoupled weight decay
@@ -79,6 +87,9 @@ struct LearnerOptions {
     /// optimizer step; in a group, only the last batch's backward all-reduces (no_sync for
     /// the others). 1: a step every batch.
     std::int64_t accumulate = 1;
+    /// Mixed precision: Precision::bfloat16 runs training and validation forwards in bfloat16
+    /// where autocast does (fastai's to_bf16); what it gains or costs depends on the CPU.
+    Precision precision = Precision::float32;
 
     /// MPIFY_EXAMPLES_MAX_BATCHES as a number, 0 when unset; throws std::invalid_argument
     /// when it is set to anything but a non-negative integer.

@@ -19,6 +19,17 @@ std::shared_ptr<torch::nn::LinearImpl> classifier() {
     return std::make_shared<torch::nn::LinearImpl>(2, 3);
 }
 
+// In a group, throws unless every rank stopped after the same number of `what`.
+void same_on_every_rank(std::int64_t count, const char* what) {
+    if (!mpify::ddp::active()) return;
+    at::Tensor most = torch::tensor(count), least = torch::tensor(count);
+    mpify::ddp::all_reduce(most, c10d::ReduceOp::MAX);
+    mpify::ddp::all_reduce(least, c10d::ReduceOp::MIN);
+    if (most.item<std::int64_t>() != least.item<std::int64_t>())
+        throw std::runtime_error("the ranks stopped after " + std::to_string(least.item<std::int64_t>()) + " and " +
+                                 std::to_string(most.item<std::int64_t>()) + " " + what);
+}
+
 LearnerOptions all_batches() {
     LearnerOptions options;
     options.max_batches = 0;
@@ -43,15 +54,7 @@ LrFinderResult find_lr(std::int64_t batch_size, double end_lr) {
     sweep.iterations = 60;
     const LrFinderResult result = learn.lr_find(sweep);
     if (!at::equal(model->weight, weight_before)) throw std::runtime_error("lr_find left the weights changed");
-    if (mpify::ddp::active()) {
-        const auto steps = static_cast<std::int64_t>(result.lrs.size());
-        at::Tensor most = torch::tensor(steps), least = torch::tensor(steps);
-        mpify::ddp::all_reduce(most, c10d::ReduceOp::MAX);
-        mpify::ddp::all_reduce(least, c10d::ReduceOp::MIN);
-        if (most.item<std::int64_t>() != least.item<std::int64_t>())
-            throw std::runtime_error("the ranks stopped after " + std::to_string(least.item<std::int64_t>()) + " and " +
-                                     std::to_string(most.item<std::int64_t>()) + " steps");
-    }
+    same_on_every_rank(static_cast<std::int64_t>(result.lrs.size()), "steps");
     return result;
 }
 MPIFY_REGISTER(find_lr);
@@ -65,5 +68,14 @@ std::vector<at::Tensor> fit_accumulating(std::int64_t batch_size, std::int64_t a
     return {model->weight.detach().clone(), model->bias.detach().clone()};
 }
 MPIFY_REGISTER(fit_accumulating);
+
+std::int64_t epochs_before_early_stop() {
+    Learner learn({blobs(400, 1), blobs(101, 2), 16, 7}, classifier(), cross_entropy, {accuracy()}, all_batches());
+    learn.add_callback(std::make_shared<EarlyStopping>("accuracy", 0.01, 1));
+    const auto epochs = static_cast<std::int64_t>(learn.fit(8, 0.05).epochs.size());
+    same_on_every_rank(epochs, "epochs");
+    return epochs;
+}
+MPIFY_REGISTER(epochs_before_early_stop);
 
 }  // namespace mpify_examples::testing

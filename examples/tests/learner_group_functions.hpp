@@ -27,4 +27,9 @@ LrFinderResult find_lr(std::int64_t batch_size, double end_lr);
 /// of `accumulate`: the weight and bias after.
 std::vector<at::Tensor> fit_accumulating(std::int64_t batch_size, std::int64_t accumulate);
 
+/// fit(8, 0.05) of a linear classifier on blobs with EarlyStopping("accuracy", 0.01, 1):
+/// the epochs it ran. In a group every rank checks that all stopped after the same epoch
+/// (else it throws).
+std::int64_t epochs_before_early_stop();
+
 }  // namespace mpify_examples::testing

@@ -1,5 +1,6 @@
-// get_preds, ClassificationInterpretation, lr_find and their pictures; alone, and under
-// in_ddp with the functions of learner_group_functions.cpp.
+// get_preds, ClassificationInterpretation, lr_find and their pictures, alone and under
+// in_ddp (with the functions of learner_group_functions.cpp); and under in_ddp, the
+// Learner's gradient accumulation and EarlyStopping.
 #include <learner/interpretation.hpp>
 #include <learner/learner.hpp>
 #include <visuals/pictures.hpp>
@@ -7,6 +8,7 @@
 #include "blob_data.hpp"
 #include "learner_group_functions.hpp"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
@@ -129,4 +131,30 @@ TEST_CASE("under in_ddp of 2, accumulate = 2 trains as one process with four tim
         INFO("parameter " << i << ": " << ranks[i] << " vs " << alone[i]);
         CHECK(at::allclose(ranks[i], alone[i], 0, 1e-6));
     }
+}
+
+TEST_CASE("under in_ddp of 2 and 3, EarlyStopping stops every rank after the same epoch", "[learner][ddp]") {
+    for (int n : {2, 3}) {
+        INFO(n << " ranks");
+        const std::int64_t epochs = mpify::in_ddp(n, epochs_before_early_stop);  // the ranks check each other
+        CHECK(epochs >= 2);
+        CHECK(epochs < 8);  // it did stop early: the decision was made, and made alike
+    }
+}
+
+TEST_CASE("precision = bfloat16 trains a classifier to the accuracy of float32", "[learner]") {
+    const auto fit = [](Precision precision) {
+        torch::manual_seed(4);
+        LearnerOptions options;
+        options.max_batches = 0;
+        options.precision = precision;
+        Learner learn({blobs(600, 1), blobs(1000, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(2, 3),
+                      cross_entropy, {accuracy()}, options);
+        return learn.fit(3, 0.05);
+    };
+    const History full = fit(Precision::float32), half = fit(Precision::bfloat16);
+    INFO("accuracy: float32 " << full.final("accuracy") << ", bfloat16 " << half.final("accuracy"));
+    CHECK(std::abs(full.final("accuracy") - half.final("accuracy")) <= 0.005);
+    CHECK(full.batch_losses != half.batch_losses);  // the forward did run in bfloat16
+    CHECK(!at::autocast::is_cpu_enabled());          // and autocast is off again
 }

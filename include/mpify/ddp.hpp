@@ -27,6 +27,12 @@ MPIFY_API c10::intrusive_ptr<c10d::ProcessGroup> process_group();
 MPIFY_API void barrier();
 /// Reduces `tensor` in place over all ranks (default: sum).
 MPIFY_API void all_reduce(at::Tensor& tensor, c10d::ReduceOp op = c10d::ReduceOp::SUM);
+/// Starts a SUM all-reduce of `tensor` in place and returns at once: the future ends when
+/// the sum is in `tensor` (its value: a list holding `tensor`). Entered in the record of
+/// collective calls as made by `site`. For communication hooks; code that can wait calls
+/// all_reduce, which also stops at an interrupt.
+MPIFY_API c10::intrusive_ptr<c10::ivalue::Future> all_reduce_async(at::Tensor& tensor,
+                                                                   const char* site = "mpify::ddp::all_reduce_async");
 /// Copies rank `source`'s `tensor` into every rank's `tensor`.
 MPIFY_API void broadcast(at::Tensor& tensor, int source = 0);
 /// Rank 0 runs `f` first; the others run it after rank 0 has finished (downloads,

@@ -11,14 +11,39 @@
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
 MPIFY_BEGIN_NAMESPACE
+
+/// One bucket of gradients, as a communication hook gets it.
+struct GradientBucket {
+    std::size_t index = 0;  ///< its place in the order buckets are sent (the same on every rank)
+    at::Tensor buffer;      ///< this rank's gradients of the bucket's parameters, flat, one dtype
+};
+
+/// A communication hook (PyTorch's register_comm_hook): starts the reduction of `bucket`
+/// over the active group and returns a future whose value is the bucket's sum over all ranks
+/// (a tensor shaped and typed as bucket.buffer, or a list whose first tensor is it; it may
+/// be bucket.buffer itself). DistributedDataParallel divides it by the world size. Called on
+/// autograd's thread for every bucket of a synchronized step, in the same order on every
+/// rank. Start collectives with ddp::all_reduce_async, so that they are recorded, stopped by
+/// an interrupt and named in a hang report. bf16_compress_hook and fp16_compress_hook are two.
+using CommunicationHook = std::function<c10::intrusive_ptr<c10::ivalue::Future>(GradientBucket& bucket)>;
+
+/// A hook that all-reduces each bucket as bfloat16, half the bytes of float32, and writes the
+/// sum back in the bucket's dtype. bfloat16 keeps float32's range with 8 bits of mantissa. The
+/// shared-memory group (and NCCL) sum bfloat16; this LibTorch's Gloo does not: over Gloo use
+/// fp16_compress_hook.
+MPIFY_API CommunicationHook bf16_compress_hook();
+/// The same as float16 (11 bits of mantissa, a range to 65504): Gloo sums it too.
+MPIFY_API CommunicationHook fp16_compress_hook();
 
 /// Options of DistributedDataParallel.
 struct DdpModelOptions {
@@ -27,6 +52,8 @@ struct DdpModelOptions {
     std::size_t bucket_bytes = 25u << 20;
     /// Broadcast buffers (BatchNorm statistics, ...) from rank 0 before every forward.
     bool broadcast_buffers = true;
+    /// How each bucket is reduced; empty: an all-reduce of the bucket as it is.
+    CommunicationHook communication_hook;
 };
 
 namespace detail {
@@ -49,9 +76,10 @@ public:
 };
 
 /// A reducer for `parameters` (those that require a gradient), in buckets of about
-/// `bucket_bytes`. Throws UsageError when no DdpGuard is active.
+/// `bucket_bytes`, each reduced by `hook` (empty: all-reduced as it is). Throws UsageError
+/// when no DdpGuard is active.
 MPIFY_API std::unique_ptr<GradientReducer> make_gradient_reducer(std::vector<at::Tensor> parameters,
-                                                                 std::size_t bucket_bytes);
+                                                                 std::size_t bucket_bytes, CommunicationHook hook = {});
 
 /// Overwrites every rank's tensors with rank 0's (one collective per dtype).
 MPIFY_API void broadcast_from_rank0(const std::vector<at::Tensor>& tensors);
@@ -71,7 +99,8 @@ public:
         std::vector<at::Tensor> state = module_->parameters();
         for (const at::Tensor& b : module_->buffers()) state.push_back(b);
         detail::broadcast_from_rank0(state);
-        reducer_ = detail::make_gradient_reducer(module_->parameters(), options_.bucket_bytes);
+        reducer_ =
+            detail::make_gradient_reducer(module_->parameters(), options_.bucket_bytes, options_.communication_hook);
     }
 
     /// Calls the module's forward.

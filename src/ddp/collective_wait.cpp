@@ -82,21 +82,37 @@ std::uint64_t record_collective(const char* operation, const at::Tensor* tensor,
     return record_call_started(call);
 }
 
+namespace {
+
+// The call this rank runs a rank of is stopping: the active group is abandoned and the
+// wait ends with an error naming `what`.
+[[noreturn]] void stop_waiting(const char* what) {
+    abandon_active_group();
+    throw Error(fmt::format("{}: {} while this rank waited for its peers; the group is abandoned (a Gloo "
+                            "group's threads end when Gloo gives up on the stopped ranks)",
+                            what,
+                            mpify::interrupt_requested() ? "the call was interrupted"
+                                                         : "the call stopped its ranks (another rank failed, "
+                                                           "or the timeout expired)"));
+}
+
+}  // namespace
+
+void wait_for_future(c10::ivalue::Future& future, const char* what) {
+    FutureEnd end(future);
+    while (!end.wait_for(check_interval))
+        if (call_stopping()) stop_waiting(what);
+    future.wait();
+    if (future.hasError()) std::rethrow_exception(future.exception_ptr());
+}
+
 void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t sequence) {
     // Waited on through the work's future, not Work::wait(timeout): that one reports
     // "timed out" by throwing a c10::Error (a backtrace each time), and races with a work
     // that completes just after.
     FutureEnd end(*work.getFuture());
     while (!end.wait_for(check_interval)) {
-        if (call_stopping()) {
-            abandon_active_group();
-            throw Error(fmt::format("{}: {} while this rank waited for its peers; the group is abandoned (a Gloo "
-                                    "group's threads end when Gloo gives up on the stopped ranks)",
-                                    what,
-                                    mpify::interrupt_requested() ? "the call was interrupted"
-                                                                 : "the call stopped its ranks (another rank failed, "
-                                                                   "or the timeout expired)"));
-        }
+        if (call_stopping()) stop_waiting(what);
         if (sequence == 0) continue;
         if (auto mismatch = mismatch_now(what, sequence)) {
             abandon_active_group();

@@ -34,4 +34,9 @@ std::string reduction_name(const c10d::ReduceOp& op);
 /// call at the same sequence (call_agreement.hpp): mpify::Error naming both, at once.
 void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t sequence = 0);
 
+/// The same for the future a communication hook returned (its collectives are recorded
+/// by the hook's ddp::all_reduce_async): an interrupt or a stop of the call ends the wait;
+/// the future's error is rethrown.
+void wait_for_future(c10::ivalue::Future& future, const char* what);
+
 MPIFY_END_DETAIL_NAMESPACE

@@ -43,6 +43,15 @@ void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
     detail::wait_for_collective(*group.group->allreduce(tensors, options), what, sequence);
 }
 
+c10::intrusive_ptr<c10::ivalue::Future> all_reduce_async(at::Tensor& tensor, const char* site) {
+    const auto& group = detail::active_group(site);
+    std::vector<at::Tensor> tensors{tensor};
+    const std::uint64_t sequence = detail::record_collective("allreduce", &tensor, "SUM", site);
+    c10::intrusive_ptr<c10::ivalue::Future> future = group.group->allreduce(tensors)->getFuture();
+    future->addCallback([sequence](c10::ivalue::Future&) { detail::record_call_ended(sequence); });
+    return future;
+}
+
 void broadcast(at::Tensor& tensor, int source) {
     const char* what = "mpify::ddp::broadcast";
     const auto& group = detail::active_group(what);

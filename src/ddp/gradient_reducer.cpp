@@ -19,6 +19,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -28,6 +30,20 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr const char* reducer_site = "mpify::DistributedDataParallel";
+
+// The bucket's sum that a communication hook's future ended with: a tensor, or a list
+// whose first tensor it is, shaped as `flat`.
+at::Tensor hooked_sum(const c10::IValue& value, const at::Tensor& flat) {
+    at::Tensor sum;
+    if (value.isTensor()) sum = value.toTensor();
+    else if (value.isTensorList() && !value.toTensorList().empty()) sum = value.toTensorList().get(0);
+    if (!sum.defined() || sum.numel() != flat.numel())
+        throw UsageError(fmt::format("{}: a communication hook's future must end with the bucket's sum, a tensor of "
+                                     "{} elements (or a list whose first tensor it is); it ended with {}",
+                                     reducer_site, flat.numel(),
+                                     sum.defined() ? std::to_string(sum.numel()) + " elements" : value.tagKind()));
+    return sum.reshape(flat.sizes());
+}
 
 // The reducer's state; shared with the autograd callbacks it queues (which may outlive
 // a step), weakly with the gradient hooks.
@@ -39,6 +55,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         std::size_t pending = 0;           // members without a gradient yet this step
         c10::intrusive_ptr<c10d::Work> work;
         std::uint64_t sequence = 0;  // of its all-reduce in the record
+        c10::intrusive_ptr<c10::ivalue::Future> hooked;  // with a communication hook: its future
     };
 
     std::vector<at::Tensor> parameters;
@@ -52,6 +69,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     std::size_t sent_during = 0, sent_after = 0;
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     int world_size = 1;
+    CommunicationHook hook;  // empty: each bucket all-reduced as it is
     std::mutex mutex;
 
     void build_buckets(std::size_t bucket_bytes) {
@@ -109,6 +127,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         for (Bucket& b : buckets) {
             b.pending = b.members.size();
             b.work.reset();
+            b.hooked.reset();
         }
         // Runs once the whole backward pass is done.
         torch::autograd::Engine::get_default_engine().queue_callback([self = shared_from_this()] {
@@ -118,10 +137,19 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
 
     void send_ready_buckets(bool during_backward) {
         while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
-            std::vector<at::Tensor> tensors{buckets[next_bucket].flat};
-            buckets[next_bucket].sequence =
-                record_collective("allreduce", &tensors[0], "SUM", reducer_site, static_cast<int>(next_bucket));
-            buckets[next_bucket].work = group->allreduce(tensors);
+            Bucket& b = buckets[next_bucket];
+            if (hook) {
+                GradientBucket given{next_bucket, b.flat};
+                b.hooked = hook(given);
+                if (!b.hooked)
+                    throw UsageError(fmt::format("{}: the communication hook returned no future for bucket {}",
+                                                 reducer_site, next_bucket));
+            } else {
+                std::vector<at::Tensor> tensors{b.flat};
+                b.sequence =
+                    record_collective("allreduce", &tensors[0], "SUM", reducer_site, static_cast<int>(next_bucket));
+                b.work = group->allreduce(tensors);
+            }
             ++(during_backward ? sent_during : sent_after);
             ++next_bucket;
         }
@@ -147,8 +175,15 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         std::vector<at::Tensor> used_list{used};
         const std::uint64_t used_sequence = record_collective("allreduce", &used, "SUM", "mpify::DDP used parameters");
         wait_for_collective(*group->allreduce(used_list), reducer_site, used_sequence);
-        for (Bucket& b : buckets)  // throws if a peer failed
-            wait_for_collective(*b.work, reducer_site, b.sequence);
+        for (Bucket& b : buckets) {  // throws if a peer failed
+            if (!b.hooked) {
+                wait_for_collective(*b.work, reducer_site, b.sequence);
+                continue;
+            }
+            wait_for_future(*b.hooked, reducer_site);
+            const at::Tensor sum = hooked_sum(b.hooked->value(), b.flat);
+            if (!sum.is_same(b.flat)) b.flat.copy_(sum);
+        }
         auto used_anywhere = used.accessor<int, 1>();
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             if (used_anywhere[static_cast<std::int64_t>(i)] == 0) continue;  // untouched, as without DDP
@@ -163,11 +198,12 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
 // The reducer itself: registers the hooks, and removes them when it goes.
 class BucketedReducer final : public GradientReducer {
 public:
-    BucketedReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes)
+    BucketedReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes, CommunicationHook hook)
         : state_(std::make_shared<ReducerState>()) {
         const ProcessGroupState& active = active_group("mpify::DistributedDataParallel");
         state_->group = active.group;
         state_->world_size = active.world_size;
+        state_->hook = std::move(hook);
         for (at::Tensor& p : parameters)
             if (p.requires_grad()) state_->parameters.push_back(p);
         if (state_->parameters.empty()) return;
@@ -216,8 +252,9 @@ private:
 
 GradientReducer::~GradientReducer() = default;
 
-std::unique_ptr<GradientReducer> make_gradient_reducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes) {
-    return std::make_unique<BucketedReducer>(std::move(parameters), bucket_bytes);
+std::unique_ptr<GradientReducer> make_gradient_reducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes,
+                                                       CommunicationHook hook) {
+    return std::make_unique<BucketedReducer>(std::move(parameters), bucket_bytes, std::move(hook));
 }
 
 void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
