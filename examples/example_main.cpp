@@ -13,7 +13,19 @@
 
 namespace mpify_examples {
 
-CommandLine parse_command_line(int argc, char** argv, const char* program) {
+bool take_flag(int& argc, char** argv, const char* flag) {
+    bool found = false;
+    int kept = 1;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], flag) == 0) found = true;
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    argv[argc] = nullptr;
+    return found;
+}
+
+CommandLine parse_command_line(int argc, char** argv, const char* program, const char* own_options) {
     CommandLine cli;
     for (int i = 1; i < argc; ++i) {
         const bool has_value = i + 1 < argc;
@@ -32,8 +44,8 @@ CommandLine parse_command_line(int argc, char** argv, const char* program) {
                          "  --out DIR  folder for the per-epoch CSV files, made if missing (default .)\n"
                          "  --in-ddp-only  skip the run in this process, train with in_ddp only\n"
                          "  --nodes-from-environment  train once, as one machine of several, placed by\n"
-                         "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n",
-                         program);
+                         "             Slurm, Open MPI or torchrun's variables (see examples/launch/)\n%s",
+                         program, own_options);
             std::exit(2);
         }
     }
@@ -62,6 +74,12 @@ void save_pictures(const CommandLine& cli, const std::string& name, const Histor
         saved += ", " + stem + "_results.svg";
     }
     std::printf("pictures: %s\n", saved.c_str());
+}
+
+int report_this_machine(const History& history, double target) {
+    const double accuracy = history.final("accuracy");
+    std::printf("accuracy after %zu epochs on %d ranks: %.4f\n", history.epochs.size(), history.world_size, accuracy);
+    return accuracy >= target || LearnerOptions::max_batches_from_environment() > 0 ? 0 : 1;
 }
 
 int report(const History* alone, const History& together, const std::string& metric, double target, Goal goal) {

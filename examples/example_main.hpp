@@ -25,8 +25,13 @@ struct CommandLine {
     bool across_machines = false;
 };
 
-/// Parses argv; prints usage naming `program` and exits 2 on anything else.
-CommandLine parse_command_line(int argc, char** argv, const char* program);
+/// Parses argv; prints usage naming `program` (and `own_options`, lines that describe
+/// the program's own flags) and exits 2 on anything else.
+CommandLine parse_command_line(int argc, char** argv, const char* program, const char* own_options = "");
+
+/// Removes `flag` from argv, wherever it is: a program's own option, taken before
+/// parse_command_line sees the rest. Returns whether it was there.
+bool take_flag(int& argc, char** argv, const char* flag);
 
 /// Trains with `train` once in this process (unless --in-ddp-only), then with
 /// mpify::in_ddp on cli.procs processes. Each run writes its per-epoch CSV into
@@ -54,6 +59,11 @@ Result train_on_this_machine(const CommandLine& cli, const std::string& name, Re
     config.csv = cli.out_dir + "/" + name + "_node" + std::to_string(options.node_rank) + ".csv";
     return mpify::in_ddp(options, cli.procs, train, config);
 }
+
+/// Prints a machine's part of a training across machines ("accuracy after E epochs on W
+/// ranks: A"). Returns the exit code: 0 when `accuracy` reached `target`, or when
+/// MPIFY_EXAMPLES_MAX_BATCHES cut the run short; else 1.
+int report_this_machine(const History& history, double target);
 
 /// Saves a run's pictures into cli.out_dir: <name>_losses.svg, and when there are
 /// images <name>_batch.svg and <name>_results.svg; prints where they went.

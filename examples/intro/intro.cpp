@@ -20,6 +20,7 @@ Result train(Config config) {
         {train_set.images, train_set.labels}, {test_set.images, test_set.labels}, config.batch_size, config.seed};
     LearnerOptions options;
     options.checkpoint_dir = config.checkpoint_dir;
+    options.precision = config.bfloat16 ? Precision::bfloat16 : Precision::float32;
     Learner learn(
         data, std::make_shared<Cnn>(),
         [](const at::Tensor& out, const at::Tensor& y) { return torch::cross_entropy_loss(out, y); }, {accuracy()},

@@ -28,10 +28,13 @@ struct Config {
     int kill_rank = -1;
     int kill_epoch = 1;
     std::int64_t kill_batch = 0;
+    /// Train in mixed precision (LearnerOptions::precision = Precision::bfloat16).
+    bool bfloat16 = false;
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {
-        ar & epochs & max_lr & batch_size & seed & csv & checkpoint_dir & kill_rank & kill_epoch & kill_batch;
+        ar & epochs & max_lr & batch_size & seed & csv & checkpoint_dir & kill_rank & kill_epoch & kill_batch &
+            bfloat16;
     }
 };
 
@@ -56,6 +59,9 @@ Result train(Config config);
 
 /// Accuracy the example promises after 2 epochs, alone or with in_ddp.
 constexpr double target_accuracy = 0.88;
+
+/// How far below float32's accuracy training in bfloat16 may end (intro --compare-bfloat16).
+constexpr double bfloat16_accuracy_tolerance = 0.005;
 
 }  // namespace intro
 }  // namespace mpify_examples

@@ -20,10 +20,7 @@ int main(int argc, char** argv) {
     const CommandLine cli = parse_command_line(argc, argv, "resnet");
     if (cli.across_machines) {
         const resnet::Result result = train_on_this_machine(cli, "resnet", resnet::train, resnet::Config{});
-        const double accuracy = result.history.final("accuracy");
-        std::printf("accuracy after %zu epochs on %d ranks: %.4f\n", result.history.epochs.size(),
-                    result.history.world_size, accuracy);
-        return accuracy >= resnet::target_accuracy || LearnerOptions::max_batches_from_environment() > 0 ? 0 : 1;
+        return report_this_machine(result.history, resnet::target_accuracy);
     }
 
     const auto [alone, together] = train_alone_then_together(cli, "resnet", resnet::train, resnet::Config{});

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include <functional>
 #include <memory>
 
 MPIFY_BEGIN_NAMESPACE
@@ -30,5 +31,15 @@ public:
 
 /// Module holder: `mpify::SequentialBlock(module, module, ...)`, as torch::nn::Sequential.
 TORCH_MODULE(SequentialBlock);
+
+namespace detail {
+
+/// Fills `target`, empty, with each of `source`'s modules passed through `transform`,
+/// under the same names, and gives it `source`'s mode (set while `target` is empty, so
+/// that each module keeps its own). What a deep copy and convert_sync_batchnorm share.
+MPIFY_API void push_transformed(const torch::nn::SequentialImpl& source, torch::nn::SequentialImpl& target,
+                                const std::function<torch::nn::AnyModule(const torch::nn::AnyModule&)>& transform);
+
+}  // namespace detail
 
 MPIFY_END_NAMESPACE

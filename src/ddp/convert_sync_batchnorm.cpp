@@ -56,13 +56,7 @@ torch::nn::AnyModule converted(const torch::nn::AnyModule& module) {
 /// `target`, empty, given `source`'s modules converted, under their names, and its mode.
 template <class Target>
 std::shared_ptr<Target> converted_modules(const torch::nn::SequentialImpl& source, std::shared_ptr<Target> target) {
-    target->train(source.is_training());  // while empty: train() recurses, the modules keep their own modes
-    const auto names = source.named_children();
-    auto name = names.begin();
-    for (const torch::nn::AnyModule& module : source) {
-        target->push_back(name->key(), converted(module));
-        ++name;
-    }
+    detail::push_transformed(source, *target, converted);
     return target;
 }
 

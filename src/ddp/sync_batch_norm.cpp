@@ -113,17 +113,22 @@ struct GlobalBatchNorm : torch::autograd::Function<GlobalBatchNorm> {
         // bias's gradients (each rank's own, as for any parameter: DDP averages them), and,
         // summed over all ranks, what the input's gradient needs.
         at::Tensor sums = at::zeros({2 * channels}, input.options().dtype(at::kDouble));
+        at::Tensor grad_weight, grad_bias;
         if (input.numel() > 0) {
             const at::Tensor unit_weight = at::ones({channels}, invstd.options());
             const auto reduced = at::native_batch_norm_backward(dy, input, unit_weight, {}, {}, mean, invstd,
                                                                 /*train=*/true, 0.0, {false, true, true});
-            sums.narrow(0, 0, channels).copy_(std::get<2>(reduced));
-            sums.narrow(0, channels, channels).copy_(std::get<1>(reduced).to(at::kDouble) / invstd.to(at::kDouble));
-        }
-        at::Tensor grad_weight, grad_bias;
-        if (weight.defined()) {
-            grad_weight = (sums.narrow(0, channels, channels) * invstd.to(at::kDouble)).to(weight.scalar_type());
-            grad_bias = sums.narrow(0, 0, channels).to(weight.scalar_type());
+            const at::Tensor& sum_dy = std::get<2>(reduced);
+            const at::Tensor& sum_dy_normalized = std::get<1>(reduced);  // sum dy·(x - mean)·invstd
+            sums.narrow(0, 0, channels).copy_(sum_dy);
+            sums.narrow(0, channels, channels).copy_(sum_dy_normalized.to(at::kDouble) / invstd.to(at::kDouble));
+            if (weight.defined()) {
+                grad_weight = sum_dy_normalized.to(weight.scalar_type());
+                grad_bias = sum_dy.to(weight.scalar_type());
+            }
+        } else if (weight.defined()) {  // an empty rank: its gradients are zero
+            grad_weight = at::zeros_like(weight);
+            grad_bias = at::zeros_like(weight);
         }
         at::Tensor grad_input;
         if (context->needs_input_grad(0)) {
