@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Several machines against one, in one run: all-reduce bandwidth of 1, 16 and 64 MiB
 in a group of 4 (2 ranks on each of two network namespaces joined by a veth pair, vs 4
-ranks on one machine over loopback), and the time for in_ddp to form that group.
-Needs root (ip netns).
+ranks on one machine over loopback), and the time for in_ddp to form that group. With
+--hooks: the seconds of a DDP training step across the two, float32 against the fp16
+compression hook; --rate limits the veth pair to a network's speed (tc's tbf, e.g. 1gbit).
+Needs root (ip netns, tc).
 
-  python3 benchmarks/machines_bench.py --build-dir build"""
+  python3 benchmarks/machines_bench.py --build-dir build
+  python3 benchmarks/machines_bench.py --build-dir build --hooks --rate 1gbit"""
 import argparse
 import os
 import re
@@ -23,12 +26,44 @@ def figures(text):
     return found
 
 
+def limit(hosts, rate):
+    """Each end of the veth pair sends at most `rate` (none: veth's own speed)."""
+    if not rate:
+        return
+    for host in "ab":
+        subprocess.run(["ip", "netns", "exec", hosts.names[host], "tc", "qdisc", "add", "dev", hosts.links[host],
+                        "root", "tbf", "rate", rate, "burst", "256kb", "latency", "100ms"], check=True)
+
+
+def hook_steps(program, rate):
+    with TwoHosts() as hosts:
+        limit(hosts, rate)
+        master = hosts.addresses["a"]
+        a = hosts.start("a", program, "hooks", 2, 0, master, 29600, None)
+        b = hosts.start("b", program, "hooks", 2, 1, master, 29600, None)
+        said, _ = a.communicate(timeout=600)
+        b.communicate(timeout=60)
+    steps = {name: float(v) for name, v in re.findall(r"step (float32|fp16 hook): ([\d.]+) s", said)}
+    if len(steps) != 2:
+        print("a run failed:\n" + said)
+        return 1
+    print(f"group of 4 on two machines ({rate or 'veth'}), 17 MB of gradients a step:")
+    for name, seconds in steps.items():
+        print(f"  {name:10} {seconds:.4f} s a step  {steps['float32'] / seconds:.2f} of float32's speed")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--hooks", action="store_true", help="training steps with and without the fp16 hook")
+    parser.add_argument("--rate", help="the veth pair's rate each way, as tc writes it (1gbit, 100mbit)")
     args = parser.parse_args()
     program = os.path.abspath(os.path.join(args.build_dir, "bin", "mpify_bench_machines"))
+    if args.hooks:
+        return hook_steps(program, args.rate)
     with TwoHosts() as hosts:
+        limit(hosts, args.rate)
         master = hosts.addresses["a"]
         a = hosts.start("a", program, "across", 2, 0, master, 29600, None)
         b = hosts.start("b", program, "across", 2, 1, master, 29600, None)
