@@ -85,6 +85,19 @@ private:
     at::ScalarType was_type_;
 };
 
+// Whether this CPU has what oneDNN's bfloat16 kernels need to be fast (AVX-512 with its
+// byte/word, vector-length and double/quad extensions). Without it, LibTorch 1.13 runs
+// bfloat16 convolutions several times slower than float32 (benchmarks/README.md,
+// "Compression hooks and bfloat16").
+bool fast_bfloat16_cpu() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return true;  // not x86: no known trap to warn of
+#endif
+}
+
 }  // namespace
 
 std::int64_t LearnerOptions::max_batches_from_environment() {
@@ -122,6 +135,10 @@ Learner::Learner(DataLoaders data, std::shared_ptr<AnyModel> model, LossFunction
         torch::set_num_threads(std::max(1, cores / std::max(1, mpify::local_world_size())));
         ddp_model_ = std::make_unique<mpify::DistributedDataParallel<AnyModel>>(model_, options_.ddp);
     }
+    if (options_.precision == Precision::bfloat16 && rank_ == 0 && !fast_bfloat16_cpu())
+        std::cerr << "Learner: precision = bfloat16 on a CPU without AVX-512: LibTorch's bfloat16 convolutions run "
+                     "several times slower than float32 here (accuracy is not affected). Compare both with "
+                     "mpify_ddp_bench --precision 10 before training this way.\n";
 }
 
 Learner::~Learner() = default;
