@@ -35,14 +35,20 @@ def limit(hosts, rate):
                         "root", "tbf", "rate", rate, "burst", "256kb", "latency", "100ms"], check=True)
 
 
-def hook_steps(program, rate):
+def on_two_machines(program, mode, rate):
+    """What the first machine's caller printed, running `program mode 2` on each machine."""
     with TwoHosts() as hosts:
         limit(hosts, rate)
         master = hosts.addresses["a"]
-        a = hosts.start("a", program, "hooks", 2, 0, master, 29600, None)
-        b = hosts.start("b", program, "hooks", 2, 1, master, 29600, None)
+        a = hosts.start("a", program, mode, 2, 0, master, 29600, None)
+        b = hosts.start("b", program, mode, 2, 1, master, 29600, None)
         said, _ = a.communicate(timeout=600)
         b.communicate(timeout=60)
+    return said
+
+
+def hook_steps(program, rate):
+    said = on_two_machines(program, "hooks", rate)
     steps = {name: float(v) for name, v in re.findall(r"step (float32|fp16 hook): ([\d.]+) s", said)}
     if len(steps) != 2:
         print("a run failed:\n" + said)
@@ -62,13 +68,7 @@ def main():
     program = os.path.abspath(os.path.join(args.build_dir, "bin", "mpify_bench_machines"))
     if args.hooks:
         return hook_steps(program, args.rate)
-    with TwoHosts() as hosts:
-        limit(hosts, args.rate)
-        master = hosts.addresses["a"]
-        a = hosts.start("a", program, "across", 2, 0, master, 29600, None)
-        b = hosts.start("b", program, "across", 2, 1, master, 29600, None)
-        across, _ = a.communicate(timeout=600)
-        b.communicate(timeout=60)
+    across = on_two_machines(program, "across", args.rate)
     one = subprocess.run([program, "one", "4"], capture_output=True, text=True, timeout=600).stdout
     two, local = figures(across), figures(one)
     if not two or not local:

@@ -54,10 +54,6 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
-}  // namespace
-
-namespace {
-
 // While it lives, CPU operations that autocast covers run in bfloat16 (when asked for):
 // the C++ counterpart of Python's torch.autocast("cpu", dtype=torch.bfloat16).
 class CpuAutocast {
