@@ -6,9 +6,10 @@ the wall time of a program that forms one DDP group over both nodes and all-redu
     2 per node; the caller is rank 0 as well): mpify_test_remote_caller allreduce;
   - one caller per node started by srun (2 ranks each, placed from Slurm's variables):
     mpify_test_machine_caller allreduce.
-With --calls: instead, a caller (Placement::slurm, 2 per node) making two calls of a
+With --calls: instead, a caller (Placement::slurm, 2 per node) making six calls of a
 function that does nothing, from a library without LibTorch and from one with it, fresh
-programs alternated: each call's wall time, ready and over.
+programs alternated: the first call's wall time (it starts the node templates) and the
+median of the five after it, ready and over.
 Needs root, slurm-wlm and munge (scripts/install-deps.sh).
 
   python3 benchmarks/remote_ranks_bench.py --build-dir build [--rounds 5] [--calls] [--no-templates]"""
@@ -35,13 +36,13 @@ def timed(command, env):
 def call_times(command, env):
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     times = [float(line.split()[2]) for line in run.stdout.splitlines() if line.startswith("call ")]
-    if run.returncode != 0 or len(times) != 2:
+    if run.returncode != 0 or len(times) != 6:
         sys.exit(f"{' '.join(command)} failed:\n{run.stdout}{run.stderr}")
-    return times
+    return [times[0], statistics.median(times[1:])]
 
 
 def compare_calls(bin_dir, rounds):
-    """Plain against LibTorch library: first and second call of each fresh program."""
+    """Plain against LibTorch library: the first call of each fresh program, and its later ones."""
     with launchers_test.SlurmCluster(namespaced=True) as cluster:
         job, env = launchers_test.allocation_of_two_nodes(cluster, "")
         if job is None:
@@ -55,16 +56,17 @@ def compare_calls(bin_dir, rounds):
                     times[kind].append(call_times(command, env))
         finally:
             subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
-    print("| library | call | median (s) | each round (s) |")
+    print("| library | call | median (s) | each round (s; later calls: their median) |")
     print("|---|---|---|---|")
     medians = {}
     for kind, rows in times.items():
         for call in (0, 1):
             values = [row[call] for row in rows]
             medians[kind, call] = statistics.median(values)
-            print(f"| {kind} | {call + 1} | {medians[kind, call]:.2f} | {', '.join(f'{v:.2f}' for v in values)} |")
+            print(f"| {kind} | {('first', 'later')[call]} | {medians[kind, call]:.3f} | "
+                  f"{', '.join(f'{v:.3f}' for v in values)} |")
     for call in (0, 1):
-        print(f"call {call + 1}: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
+        print(f"{('first', 'later')[call]} calls: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
 
 
 def main():

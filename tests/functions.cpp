@@ -183,6 +183,13 @@ __attribute__((noinline)) int loop_until_interrupted() {
 }
 MPIFY_REGISTER(loop_until_interrupted);
 
+bool blocks_signal(int signal) {
+    sigset_t mask;
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    return sigismember(&mask, signal) == 1;
+}
+MPIFY_REGISTER(blocks_signal);
+
 int start_a_sleep_then(int how) {
     // A process of the rank's own, as a shell command or a data loader starts one.
     const pid_t child = ::fork();

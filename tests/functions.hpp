@@ -69,7 +69,8 @@ struct TestContext {
     int start_a_sleep_then(int how);                                                 \
     int wait_in_own_code(std::string how, std::string fifo);                         \
     void spin_in_own_loop(); /* until the rank is stopped, in a frame of its own */  \
-    int loop_until_interrupted();
+    int loop_until_interrupted();                                                    \
+    bool blocks_signal(int signal);
 
 namespace in_program {
 MPIFY_TEST_DECLARE_FUNCTIONS

@@ -4,6 +4,7 @@
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -122,6 +123,32 @@ TEST_CASE("LOCAL_RANK and LOCAL_WORLD_SIZE of the caller are restored afterwards
     ::unsetenv("LOCAL_RANK");
     CHECK(mpify::local_rank() == 0);
     CHECK(mpify::local_world_size() == 1);
+}
+
+namespace {
+volatile sig_atomic_t usr1_seen = 0;
+void count_usr1(int) { usr1_seen = usr1_seen + 1; }
+}  // namespace
+
+TEST_CASE("workers start with no signal blocked; the caller's mask and handlers stay", "[ranch][signals]") {
+    struct sigaction handler{}, before{};
+    handler.sa_handler = count_usr1;
+    ::sigaction(SIGUSR1, &handler, &before);
+    sigset_t usr2, mask_before;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    ::pthread_sigmask(SIG_BLOCK, &usr2, &mask_before);
+    // Rank 0 is the caller's thread, which keeps its mask.
+    CHECK(mpify::ranch(3, in_library::blocks_signal, SIGUSR2) == std::vector<bool>{true, false, false});
+    sigset_t mask_after;
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask_after);
+    CHECK(sigismember(&mask_after, SIGUSR2) == 1);
+    CHECK(sigismember(&mask_after, SIGUSR1) == 0);
+    const sig_atomic_t seen = usr1_seen;
+    ::raise(SIGUSR1);
+    CHECK(usr1_seen == seen + 1);
+    ::pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
+    ::sigaction(SIGUSR1, &before, nullptr);
 }
 
 TEST_CASE("Options::env reaches every rank and is undone in the caller", "[ranch][env]") {

@@ -1,5 +1,6 @@
 #pragma once
-// The exec spawner: a worker (or a warm template) as a new program image, fork + exec.
+// The exec spawner: a worker (or a warm template, a launcher) as a new program image:
+// a child that borrows the caller's memory until it execs (a fork under sanitizers).
 #include "spawn/child_process.hpp"
 
 #include <mpify/abi.hpp>

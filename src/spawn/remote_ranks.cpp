@@ -249,8 +249,8 @@ StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::stri
         if (answer.type == LinkType::refused) why = answer.payload;
         else if (answer.type != LinkType::started) why = "its agent answered the start with something else";
         else
-            debug_line(fmt::format("rank {} on {}: its worker was {}", rank, state.host,
-                                   decode_started(answer.payload).how));
+            debug_line(fmt::format("rank {} on {}: its worker was {} {}", rank, state.host,
+                                   decode_started(answer.payload).how, since_start()));
     } catch (const std::exception& e) {
         why = e.what();
     }
@@ -290,8 +290,8 @@ std::string RemoteRanks::library_path(int rank, const std::string& path, std::op
         const char* how = delivery.here.how == LibraryHere::at_its_path ? "found at its path"
                           : delivery.here.how == LibraryHere::in_cache  ? "found in the machine's cache"
                                                                         : "shipped";
-        debug_line(fmt::format("rank {} on {}: {} {} ({} bytes sent, {} ms): {}", rank, state.host, path, how,
-                               delivery.bytes_sent, took, delivery.here.path));
+        debug_line(fmt::format("rank {} on {}: {} {} ({} bytes sent, {} ms): {} {}", rank, state.host, path, how,
+                               delivery.bytes_sent, took, delivery.here.path, since_start()));
         return delivery.here.path;
     } catch (const std::exception& e) {
         why = e.what();

@@ -16,7 +16,7 @@
 //         shrink:M   in_ddp with one restart and Options::min_ranks = M, whose first
 //                 attempt waits ("rank R of W waits") until a machine is lost; the
 //                 restart prints "shrunk: world W sum S restart 1"
-//         calls:plain, calls:torch   two calls of a function that does nothing, from a
+//         calls:plain, calls:torch   six calls of a function that does nothing, from a
 //                 library without LibTorch or with it: "call C: S s" (ready and over)
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
@@ -131,9 +131,9 @@ int main(int argc, char** argv) {
                 mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::wait_for_a_lost_machine);
             std::cout << "shrunk: " << result << std::endl;
         } else if (mode == "calls:plain" || mode == "calls:torch") {
-            // Two calls of a function that does nothing, from a library without LibTorch
-            // or with it: how long each is, ready and over.
-            for (int call = 1; call <= 2; ++call) {
+            // Calls of a function that does nothing, from a library without LibTorch or
+            // with it: how long each is, ready and over (the first starts the node templates).
+            for (int call = 1; call <= 6; ++call) {
                 const auto began = std::chrono::steady_clock::now();
                 if (mode == "calls:plain") mpify::ranch(options, n, in_library::noop);
                 else mpify::ranch(options, n, in_library::tensor_memory_cached);
