@@ -103,8 +103,13 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
         // The library's path on each remote rank's machine, all asked first: a node's
         // template loads it as soon as its first agent has placed it, all nodes at once.
         std::map<int, std::string> remote_library;
-        if (remote_)
+        if (remote_) {
             for (int rank : ranks) remote_library[rank] = remote_->library_path(rank, host.library, deadline_);
+            for (int rank : ranks) {  // every machine starts its workers at once
+                variables["LOCAL_RANK"] = std::to_string(rank);
+                remote_->ask_to_start(rank, variables);
+            }
+        }
         for (int rank : ranks) {
             variables["LOCAL_RANK"] = std::to_string(rank);
             meta.rank = rank;

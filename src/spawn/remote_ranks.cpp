@@ -90,6 +90,8 @@ struct RemoteRanks::Launched {
 struct RemoteRanks::Rank {
     UniqueFd link;
     std::string host;
+    bool start_asked = false;
+    std::string start_failure;  // why asking its agent to start the worker failed
 };
 
 RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
@@ -238,19 +240,31 @@ void RemoteRanks::greet(Rank& rank, Clock::time_point deadline) {
                         said.host, said.torch_version.empty() ? "?" : said.torch_version, MPIFY_TORCH_VERSION_STRING));
 }
 
+void RemoteRanks::ask_to_start(int rank, const std::map<std::string, std::string>& variables) {
+    Rank& state = ranks_.at(rank);
+    state.start_asked = true;
+    try {
+        send_link_message(state.link.get(), LinkType::start, encode_start(variables));
+    } catch (const std::exception& e) {
+        state.start_failure = e.what();  // start() says it, with the rank and its host
+    }
+}
+
 StartedWorker RemoteRanks::start(int rank, const std::map<std::string, std::string>& variables, Relay relay,
                                  std::optional<Clock::time_point> deadline) {
     Rank& state = ranks_.at(rank);
+    if (!state.start_asked) ask_to_start(rank, variables);
     const auto answer_by = sooner(deadline, Clock::now() + std::chrono::seconds(30)).value();
-    std::string why;
+    std::string why = state.start_failure;
     try {
-        send_link_message(state.link.get(), LinkType::start, encode_start(variables));
-        const LinkMessage answer = receive_link_message(state.link.get(), answer_by, "the remote worker's start");
-        if (answer.type == LinkType::refused) why = answer.payload;
-        else if (answer.type != LinkType::started) why = "its agent answered the start with something else";
-        else
-            debug_line(fmt::format("rank {} on {}: its worker was {} {}", rank, state.host,
-                                   decode_started(answer.payload).how, since_start()));
+        if (why.empty()) {
+            const LinkMessage answer = receive_link_message(state.link.get(), answer_by, "the remote worker's start");
+            if (answer.type == LinkType::refused) why = answer.payload;
+            else if (answer.type != LinkType::started) why = "its agent answered the start with something else";
+            else
+                debug_line(fmt::format("rank {} on {}: its worker was {} {}", rank, state.host,
+                                       decode_started(answer.payload).how, since_start()));
+        }
     } catch (const std::exception& e) {
         why = e.what();
     }

@@ -48,9 +48,14 @@ public:
     RemoteRanks(const RemoteRanks&) = delete;
     RemoteRanks& operator=(const RemoteRanks&) = delete;
 
-    /// Has `rank`'s agent start its worker with `variables` (the call's, on top of the
-    /// agent's environment), and starts the rank's stand-in here with its output as
-    /// `relay` says. Throws SpawnError when the worker cannot start there.
+    /// Asks `rank`'s agent to start its worker with `variables` (the call's, on top of the
+    /// agent's environment), without waiting for its answer: asked of every rank first,
+    /// the machines start their workers at once. start() waits for the answer.
+    void ask_to_start(int rank, const std::map<std::string, std::string>& variables);
+
+    /// Has `rank`'s agent start its worker with `variables` (unless ask_to_start did), waits
+    /// until it has, and starts the rank's stand-in here with its output as `relay` says.
+    /// Throws SpawnError when the worker cannot start there.
     StartedWorker start(int rank, const std::map<std::string, std::string>& variables, Relay relay,
                         std::optional<Clock::time_point> deadline);
 
