@@ -7,6 +7,7 @@
 // to remote ranks, hence [once].
 #include "functions.hpp"
 #include "support.hpp"
+#include "tensor_functions.hpp"
 
 #include <catch2/catch.hpp>
 #include <mpify/version.hpp>
@@ -425,6 +426,26 @@ TEST_CASE("a host's node template forks the agents and workers of later calls, a
     const std::vector<Parent> without = mpify::ranch(options, 2, in_library::parent);
     CHECK(without[0].second == "mpify-worker");
     CHECK(without[0].first != without[1].first);
+    CHECK(no_processes_left());
+}
+
+TEST_CASE("a node template that has loaded LibTorch forks agents that do not map it", "[remote][once]") {
+    mpify::Options options = on_this_host(1, 2);
+    options.caller_rank = std::nullopt;
+    // The first call has the template load the library, and LibTorch with it; the
+    // agents of the second are forked after that.
+    for (int call = 0; call < 2; ++call) {
+        const std::vector<std::map<std::string, bool>> seen =
+            mpify::ranch(options, 2, in_library::libtorch_mapped_among_siblings);
+        for (const auto& mapped : seen) {
+            std::ostringstream all;
+            for (const auto& [name, torch] : mapped) all << name << ": " << torch << "; ";
+            INFO("call " << call << ", the template's children: " << all.str());
+            CHECK(mapped.at("mpify-agent") == false);
+            CHECK(mapped.at("mpify-forker") == false);
+            CHECK(mapped.at("(this rank)") == true);
+        }
+    }
     CHECK(no_processes_left());
 }
 

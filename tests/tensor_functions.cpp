@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -70,5 +71,32 @@ ArgumentUse use_argument(at::Tensor t) {
     return use;
 }
 MPIFY_REGISTER(use_argument);
+
+std::map<std::string, bool> libtorch_mapped_among_siblings() {
+    std::map<std::string, bool> mapped;
+    const std::string parent = std::to_string(::getppid());
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string pid = entry.path().filename();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string stat;
+        std::getline(std::ifstream(entry.path() / "stat"), stat);
+        // pid (comm) state ppid ...: comm may hold spaces, so read after its last ')'.
+        const std::size_t name_end = stat.rfind(')');
+        if (name_end == std::string::npos) continue;
+        std::istringstream after(stat.substr(name_end + 1));
+        std::string state, ppid;
+        after >> state >> ppid;
+        if (ppid != parent) continue;
+        std::string name = "(this rank)";
+        if (pid != std::to_string(::getpid())) std::getline(std::ifstream(entry.path() / "comm"), name);
+        std::ifstream maps(entry.path() / "maps");
+        bool torch = false;
+        for (std::string line; !torch && std::getline(maps, line);)
+            torch = line.find("libtorch_cpu") != std::string::npos;
+        mapped[name] = mapped[name] || torch;
+    }
+    return mapped;
+}
+MPIFY_REGISTER(libtorch_mapped_among_siblings);
 
 }  // namespace in_library

@@ -3,6 +3,7 @@
 #include <mpify/tensor.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ bool is_arange(at::Tensor t, std::int64_t n);
 
 /// True if LibTorch's CPU allocator is not its default one here (a TensorMemoryCache lives).
 bool tensor_memory_cached();
+
+/// For each process name among this rank's parent's children (itself as "(this rank)"):
+/// whether any of them maps LibTorch (libtorch_cpu).
+std::map<std::string, bool> libtorch_mapped_among_siblings();
 
 /// Where a rank found its argument, and what it then made of it.
 struct ArgumentUse {

@@ -19,7 +19,10 @@ namespace {
 constexpr std::size_t max_fds = 4;
 constexpr std::size_t max_message = 256 << 10;  // more than a socket buffer takes anyway
 
-void send_message(int socket, const std::string& bytes, const std::vector<int>& fds) {
+}  // namespace
+
+void send_message_with_fds(int socket, const std::string& bytes, const std::vector<int>& fds) {
+    if (fds.size() > max_fds) throw std::system_error(EMSGSIZE, std::generic_category(), "mpify: fds in one message");
     iovec data{const_cast<char*>(bytes.data()), bytes.size()};
     msghdr message{};
     message.msg_iov = &data;
@@ -38,8 +41,7 @@ void send_message(int socket, const std::string& bytes, const std::vector<int>& 
         throw std::system_error(errno, std::generic_category(), "mpify: talking to the template");
 }
 
-// One whole message, or nullopt at end of stream.
-std::optional<std::string> receive_message(int socket, std::vector<UniqueFd>* fds) {
+std::optional<std::string> receive_message_with_fds(int socket, std::vector<UniqueFd>* fds) {
     std::string bytes(max_message, '\0');
     iovec data{bytes.data(), bytes.size()};
     msghdr message{};
@@ -67,8 +69,6 @@ std::optional<std::string> receive_message(int socket, std::vector<UniqueFd>* fd
     return bytes;
 }
 
-}  // namespace
-
 void send_fork_request(int socket, const ForkRequest& request, const std::vector<int>& fds) {
     ByteWriter out;
     out.i64(request.caller);
@@ -78,7 +78,7 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
     const std::string bytes = out.take();
     if (bytes.size() > max_message || fds.size() > max_fds)
         throw std::system_error(EMSGSIZE, std::generic_category(), "mpify: the worker's environment");
-    send_message(socket, bytes, fds);
+    send_message_with_fds(socket, bytes, fds);
 }
 
 namespace {
@@ -114,7 +114,7 @@ TemplateReply decode_reply(std::string_view bytes) {
 }
 
 std::optional<ForkRequest> receive_fork_request(int socket, std::vector<UniqueFd>& fds) {
-    const std::optional<std::string> bytes = receive_message(socket, &fds);
+    const std::optional<std::string> bytes = receive_message_with_fds(socket, &fds);
     if (!bytes) return std::nullopt;
     return decode_fork_request(*bytes);
 }
@@ -124,11 +124,11 @@ void send_reply(int socket, const TemplateReply& reply, const std::vector<int>& 
     out.u32(static_cast<std::uint32_t>(reply.status));
     out.i64(reply.pid);
     out.str(reply.message);
-    send_message(socket, out.take(), fds);
+    send_message_with_fds(socket, out.take(), fds);
 }
 
 TemplateReply receive_reply(int socket, std::vector<UniqueFd>* fds) {
-    const std::optional<std::string> bytes = receive_message(socket, fds);
+    const std::optional<std::string> bytes = receive_message_with_fds(socket, fds);
     if (!bytes) throw std::runtime_error("the template closed its socket");
     return decode_reply(*bytes);
 }

@@ -55,6 +55,13 @@ struct TemplateReply {
     std::string message;    ///< why not, when status is not ok
 };
 
+/// One message of `bytes` with `fds` riding along (SCM_RIGHTS, at most 4). Throws
+/// std::system_error (EPIPE if the other end is gone).
+void send_message_with_fds(int socket, const std::string& bytes, const std::vector<int>& fds);
+/// One whole message, its fds to `fds` when given (else closed); nullopt at end of
+/// stream. Throws std::system_error on I/O errors, std::runtime_error when cut short.
+std::optional<std::string> receive_message_with_fds(int socket, std::vector<UniqueFd>* fds);
+
 /// Sends one request with its fds. Throws std::system_error (EMSGSIZE for a request too
 /// large to go in one message, EPIPE if the template is gone).
 void send_fork_request(int socket, const ForkRequest& request, const std::vector<int>& fds);

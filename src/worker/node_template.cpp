@@ -10,6 +10,7 @@
 #include "contract/template_protocol.hpp"
 #include "spawn/child_process.hpp"
 #include "spawn/exec_spawner.hpp"
+#include "worker/agent_forker.hpp"
 #include "worker/connect_back_worker.hpp"
 #include "worker/fork_for_parent.hpp"
 #include "worker/forked_worker.hpp"
@@ -34,6 +35,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,13 @@ public:
         ::prctl(PR_GET_NAME, worker_name_);
         ::prctl(PR_SET_NAME, "mpify-node-tmpl");
         set_blocking(STDIN_FILENO, false);
+        // Now, while no library is loaded: the agents it forks map mpify alone.
+        const pid_t template_pid = ::getpid();
+        forker_ = AgentForker::start([this, template_pid](const AgentRequest& request, int socket) {
+            const std::optional<CallSecret> secret = parse_secret(request.secret_hex);
+            if (!secret) ::_exit(70);
+            become_agent(request, *secret, socket, template_pid);
+        });
     }
 
     [[noreturn]] void run() {
@@ -145,7 +154,7 @@ private:
 
     void start_agent(const AgentRequest& request) {
         last_busy_ = Clock::now();
-        if (retiring_ || thread_count() != 1) {
+        if (retiring_ || (!forker_ && thread_count() != 1)) {
             exec_agent(request);
             return;
         }
@@ -160,13 +169,27 @@ private:
             return;
         }
         UniqueFd ours(pair[0]), its(pair[1]);
-        const pid_t parent = ::getpid();
-        const pid_t pid = ::fork();
+        pid_t pid = -1;
+        if (forker_) {
+            pid = forker_->fork_agent(request, its.get());
+            if (pid < 0 && errno == EPIPE) {
+                say("its agent forker is gone; it forks its agents itself");
+                forker_.reset();
+            }
+        }
+        if (!forker_) {
+            if (thread_count() != 1) {
+                exec_agent(request);
+                return;
+            }
+            const pid_t parent = ::getpid();
+            pid = ::fork();
+            if (pid == 0) become_agent(request, *secret, its.get(), parent);
+        }
         if (pid < 0) {
             say(fmt::format("cannot fork the agent of rank {}: {}", request.rank, std::strerror(errno)));
             return;
         }
-        if (pid == 0) become_agent(request, *secret, its.get(), parent);
         try {
             track_agent(request, adopt_child(pid), std::move(ours));
         } catch (const SpawnError& e) {  // killed and reaped: its call finds no agent
@@ -311,6 +334,7 @@ private:
     std::list<Worker> workers_;
     std::string pending_;  // stdin bytes not yet a whole line
     bool retiring_ = false;
+    std::unique_ptr<AgentForker> forker_;  // null: the template forks its agents itself
     char worker_name_[16] = {};
 };
 

@@ -3,9 +3,10 @@
 // other machines (spawn/node_templates.hpp), through the placement's launcher (srun,
 // mpirun, ssh), and kept across that caller's calls. For each remote rank of a call the
 // caller writes a request on its stdin (contract/node_template_request.hpp); the template
-// forks the rank's agent, which connects back as a launched agent does, and then forks
-// the rank's worker for that agent, from a process that has the function's library (and
-// so LibTorch) loaded already: a call's ranks start in milliseconds, not in the seconds a
+// has the rank's agent forked (by its agent forker, worker/agent_forker.hpp, which maps no
+// library), which connects back as a launched agent does, and then forks the rank's
+// worker for that agent, from a process that has the function's library (and so
+// LibTorch) loaded already: a call's ranks start in milliseconds, not in the seconds a
 // fresh process takes to load LibTorch on each.
 //
 // The workers are the template's children, not their agents': the template tells each

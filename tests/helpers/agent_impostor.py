@@ -12,7 +12,8 @@ mismatched machine would (remote_test.cpp uses it as the placement's command tem
                                    caller's port with new connections (FLOODER,
                                    mpify_test_connection_flood, for up to 8 s; its count
                                    and time in DIR/flood), and its real agent once the
-                                   flood is on; the other ranks' agents start at once.
+                                   flood is on, and ends after both; the other ranks'
+                                   agents start at once.
   agent_impostor.py version %C     an agent of another mpify: proves the call's secret
                                    (the first line of stdin), then says hello as mpify
                                    0.0.0-impostor, and waits for the caller to hang up.
@@ -88,6 +89,10 @@ def flood(flooder, folder, command):
         stranger = subprocess.Popen([flooder, address, str(port), "8", os.path.join(folder, "flood")],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
         stranger.stdout.readline()  # "flooding": its first connections are open
+        agent = subprocess.run(command)
+        # Its report is written when it ends: before this launcher does, and so before the call returns.
+        stranger.wait()
+        sys.exit(agent.returncode)
     os.execvp(command[0], command)
 
 
