@@ -449,6 +449,32 @@ TEST_CASE("a node template that has loaded LibTorch forks agents that do not map
     CHECK(no_processes_left());
 }
 
+TEST_CASE("a node template forks workers ahead of later calls, which serve them as forked ones do", "[remote][once]") {
+    mpify::Options options = on_this_host(1, 2);
+    // Between calls the template forks spares, one at a time while no request waits: a
+    // few calls in a row find them ready.
+    std::string log;
+    int calls = 0;
+    ::setenv("MPIFY_DEBUG", "1", 1);
+    for (; calls < 10 && log.find("(forked ahead of the call)") == std::string::npos; ++calls) {
+        mpify_test::StderrCapture captured;
+        const std::vector<int> sums = mpify::ranch(options, 3, in_library::add, 40, 2);
+        log = captured.text();
+        CHECK(sums == std::vector<int>{42, 43, 44});  // a + b + rank
+    }
+    ::unsetenv("MPIFY_DEBUG");
+    INFO("the debug log of call " << calls << ":\n" << log);
+    CHECK(log.find("rank 1 on ") != std::string::npos);
+    CHECK(log.find("(forked ahead of the call)") != std::string::npos);
+    const std::vector<mpify_test::Report> reports = mpify::ranch(options, 3, in_library::report);
+    for (int rank = 1; rank < 3; ++rank) {
+        CHECK(reports[rank].local_rank == rank);
+        CHECK(reports[rank].env_local_rank == std::to_string(rank));
+        CHECK(reports[rank].process_name == "mpify-worker r" + std::to_string(rank));
+    }
+    CHECK(no_processes_left());
+}
+
 TEST_CASE("a library changed on disk is never served by the node template that loaded it", "[remote][once]") {
     mpify::Options options = on_this_host(1, 1);
     options.caller_rank = std::nullopt;

@@ -44,36 +44,6 @@ Fn* function_in(const std::string& library, const char* accessor) {
     return get();
 }
 
-// Captures what this process writes to stderr while alive.
-class StderrCapture {
-public:
-    StderrCapture() : file_(dir_.path() + "/stderr") {
-        std::fflush(stderr);
-        saved_ = ::dup(2);
-        const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ::dup2(fd, 2);
-        ::close(fd);
-    }
-    ~StderrCapture() { restore(); }
-    std::string text() {
-        restore();
-        std::ifstream in(file_);
-        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    }
-
-private:
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        ::dup2(saved_, 2);
-        ::close(saved_);
-        saved_ = -1;
-    }
-    mpify_test::TempDir dir_;
-    std::string file_;
-    int saved_ = -1;
-};
-
 }  // namespace
 
 TEST_CASE("workers forked from the template are distinct processes with one thread that can run OpenMP",
@@ -142,7 +112,7 @@ TEST_CASE("a function whose type changed in a rebuilt library is refused, with b
 
 TEST_CASE("a template that a library gave a thread falls back to exec and says why", "[template][own_process]") {
     auto* answer = function_in<int()>(MPIFY_TEST_THREAD_AT_LOAD, "mpify_test_answer_despite_a_thread");
-    StderrCapture captured;
+    mpify_test::StderrCapture captured;
     CHECK(mpify::ranch(from_template(), 2, answer) == std::vector<int>{42, 42});
     const std::string log = captured.text();
     CHECK_THAT(log, Contains("by exec, not from the warm template") && Contains("threads"));

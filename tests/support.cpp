@@ -173,6 +173,30 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(path_, ignored);
 }
 
+StderrCapture::StderrCapture() : file_(dir_.path() + "/stderr") {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+}
+
+StderrCapture::~StderrCapture() { restore(); }
+
+std::string StderrCapture::text() {
+    restore();
+    std::ifstream in(file_);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void StderrCapture::restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+}
+
 Subprocess::Subprocess(const std::string& program, const std::vector<std::string>& args) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");

@@ -72,6 +72,21 @@ private:
     std::string path_;
 };
 
+/// Captures what this process writes to its stderr (fd 2) while it lives.
+class StderrCapture {
+public:
+    StderrCapture();
+    ~StderrCapture();
+    /// Ends the capture and returns what was written.
+    std::string text();
+
+private:
+    void restore();
+    TempDir dir_;
+    std::string file_;
+    int saved_ = -1;
+};
+
 /// A helper program started with its stdout on a pipe.
 class Subprocess {
 public:

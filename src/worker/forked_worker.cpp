@@ -50,6 +50,8 @@ TemplateReply load_library_for_workers(const std::string& path) {
     return {};
 }
 
+std::size_t loaded_library_count() { return loaded_libraries().size(); }
+
 TemplateReply ready_to_fork(const ForkRequest& request) {
     if (!request.library.empty()) {
         TemplateReply loaded = load_library_for_workers(request.library);

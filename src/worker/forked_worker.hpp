@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 /// Loads the library at `path` into this process unless it did already; a file that
 /// changed on disk since is refused (stale_library): the old copy must not serve it.
 TemplateReply load_library_for_workers(const std::string& path);
+
+/// How many libraries load_library_for_workers has loaded into this process: a process
+/// forked when it was lower lacks the later ones.
+std::size_t loaded_library_count();
 
 /// Loads the request's library (if any) and checks this process has a single thread.
 /// An ok reply means a fork may follow.

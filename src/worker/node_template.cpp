@@ -45,6 +45,12 @@ namespace {
 // The fd at which a forked agent finds its socket to the template.
 constexpr int agent_template_fd = 3;
 
+// Spares kept at most: as many as the workers the template has had at once, up to this.
+constexpr std::size_t most_spares = 16;
+
+// What the template's ok reply says of a worker that was a spare (the agent passes it on).
+constexpr const char* spare_note = "forked ahead of the call";
+
 void say(const std::string& text) {
     std::fprintf(stderr, "mpify node template on %s: %s\n", this_host_name().c_str(), text.c_str());
     std::fflush(stderr);
@@ -78,10 +84,17 @@ public:
             for (const Worker& worker : workers_) fds.add(worker.pidfd.get(), POLLIN);
             const bool idle = agents_.empty() && workers_.empty();
             const std::chrono::seconds limit = retiring_ ? std::chrono::seconds(0) : idle_limit_;
-            std::optional<Clock::time_point> wake;
-            if (idle && limit.count() > 0) wake = last_busy_ + limit;
-            if (idle && retiring_) wake = Clock::now();
-            fds.wait(wake);
+            std::optional<Clock::time_point> idle_ends;
+            if (idle && limit.count() > 0) idle_ends = last_busy_ + limit;
+            if (idle && retiring_) idle_ends = Clock::now();
+            // Spares are forked between calls (not to take the cores from a call's ranks),
+            // one at a time while nothing waits: a look, then back here.
+            const bool spare_wanted = idle && !retiring_ && spares_.size() < spares_wanted_;
+            const int ready = fds.wait(spare_wanted ? std::optional<Clock::time_point>(Clock::now()) : idle_ends);
+            if (spare_wanted && ready == 0) {
+                fork_spare();
+                continue;
+            }
 
             // Those polled are first in their lists: what serving them adds comes after.
             std::size_t index = 1, agents_left = agents_.size(), workers_left = workers_.size();
@@ -107,7 +120,7 @@ public:
             }
             if (fds.revents(0) != 0) read_requests();
             if (!agents_.empty() || !workers_.empty()) last_busy_ = Clock::now();
-            else if (wake && Clock::now() >= *wake && !request_waiting()) ::_exit(0);
+            else if (idle_ends && Clock::now() >= *idle_ends && !request_waiting()) ::_exit(0);
         }
     }
 
@@ -122,6 +135,14 @@ private:
         pid_t pid = -1;
         UniqueFd pidfd;
         pid_t agent = -1;
+    };
+    // A worker forked ahead of its call, from this template as it was then: it waits on
+    // its socket for a fork request, and becomes the worker that request asks for.
+    struct Spare {
+        pid_t pid = -1;
+        UniqueFd pidfd;
+        UniqueFd socket;
+        std::size_t libraries = 0;  // loaded_library_count() when it was forked
     };
 
     bool request_waiting() const {
@@ -277,22 +298,107 @@ private:
         const TemplateReply ready = ready_to_fork(request);
         note_refusal(ready);
         if (ready.status != TemplateStatus::ok) return ready;
-        const pid_t pid = ::fork();
-        if (pid < 0)
-            return {errno == EAGAIN ? TemplateStatus::no_process_slot : TemplateStatus::failed, -1,
-                    fmt::format("fork failed: {}", std::strerror(errno))};
-        if (pid == 0) become_worker(request, fds, devnull_.get(), ::getppid(), worker_name_);
         Worker worker;
-        try {
-            ChildProcess process = adopt_child(pid);
-            worker.pid = process.pid;
-            worker.pidfd = std::move(process.pidfd);
-        } catch (const SpawnError& e) {  // killed and reaped
-            return {TemplateStatus::failed, -1, e.what()};
+        std::string how;
+        if (std::optional<ChildProcess> spare = hand_to_spare(request, fds)) {
+            worker.pid = spare->pid;
+            worker.pidfd = std::move(spare->pidfd);
+            how = spare_note;
+        } else {
+            const pid_t pid = ::fork();
+            if (pid < 0)
+                return {errno == EAGAIN ? TemplateStatus::no_process_slot : TemplateStatus::failed, -1,
+                        fmt::format("fork failed: {}", std::strerror(errno))};
+            if (pid == 0) become_worker(request, fds, devnull_.get(), ::getppid(), worker_name_);
+            try {
+                ChildProcess process = adopt_child(pid);
+                worker.pid = process.pid;
+                worker.pidfd = std::move(process.pidfd);
+            } catch (const SpawnError& e) {  // killed and reaped
+                return {TemplateStatus::failed, -1, e.what()};
+            }
         }
         worker.agent = request.caller;
+        const pid_t pid = worker.pid;
         workers_.push_back(std::move(worker));
-        return {TemplateStatus::ok, pid, {}};
+        spares_wanted_ = std::max(spares_wanted_, std::min(workers_.size(), most_spares));
+        return {TemplateStatus::ok, pid, how};
+    }
+
+    // The oldest spare that has every library loaded now takes the request; those that
+    // lack one, or are gone, are ended. Nullopt: no spare could.
+    std::optional<ChildProcess> hand_to_spare(const ForkRequest& request, const std::vector<UniqueFd>& fds) {
+        std::vector<int> raw;
+        for (const UniqueFd& fd : fds) raw.push_back(fd.get());
+        while (!spares_.empty()) {
+            Spare spare = std::move(spares_.front());
+            spares_.pop_front();
+            if (spare.libraries == loaded_library_count()) {
+                try {
+                    send_fork_request(spare.socket.get(), request, raw);
+                    ChildProcess process;
+                    process.pid = spare.pid;
+                    process.pidfd = std::move(spare.pidfd);
+                    return process;
+                } catch (const std::system_error&) {  // it died waiting
+                }
+            }
+            end_spare(spare);
+        }
+        return std::nullopt;
+    }
+
+    void fork_spare() {
+        int pair[2];
+        if (thread_count() != 1 || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+            spares_wanted_ = spares_.size();  // not now: the next worker's fork says why
+            return;
+        }
+        UniqueFd ours(pair[0]), its(pair[1]);
+        const pid_t parent = ::getpid();
+        const pid_t pid = ::fork();
+        if (pid == 0) become_spare(its.get(), parent);
+        try {
+            if (pid < 0) throw SpawnError(std::strerror(errno));
+            ChildProcess process = adopt_child(pid);
+            Spare spare;
+            spare.pid = process.pid;
+            spare.pidfd = std::move(process.pidfd);
+            spare.socket = std::move(ours);
+            spare.libraries = loaded_library_count();
+            spares_.push_back(std::move(spare));
+        } catch (const SpawnError&) {  // out of processes or memory: make do with those there are
+            spares_wanted_ = spares_.size();
+        }
+    }
+
+    // In the forked spare: it keeps only its socket and /dev/null (what the template holds,
+    // its agents' sockets and its stdin, must close when the template closes them), waits,
+    // and becomes the worker it is asked for. It dies with the template.
+    [[noreturn]] void become_spare(int socket, pid_t parent) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(70);
+        constexpr int spare_socket_fd = 3, spare_devnull_fd = 4;
+        const int socket_above = ::fcntl(socket, F_DUPFD_CLOEXEC, 10);
+        const int devnull_above = ::fcntl(devnull_.get(), F_DUPFD_CLOEXEC, 10);
+        if (socket_above < 0 || devnull_above < 0 || ::dup2(socket_above, spare_socket_fd) < 0 ||
+            ::dup2(devnull_above, spare_devnull_fd) < 0)
+            ::_exit(70);
+        if (::syscall(SYS_close_range, static_cast<unsigned>(spare_devnull_fd + 1), ~0U, 0U) != 0)
+            for (int fd = spare_devnull_fd + 1; fd < 65536; ++fd) ::close(fd);
+        ::prctl(PR_SET_NAME, "mpify-spare");
+        std::vector<UniqueFd> fds;
+        std::optional<ForkRequest> request;
+        try {
+            request = receive_fork_request(spare_socket_fd, fds);
+        } catch (const std::exception&) {
+        }
+        if (!request || fds.size() < 3) ::_exit(0);  // ended by the template, or the template is gone
+        become_worker(*request, fds, spare_devnull_fd, parent, worker_name_);
+    }
+
+    void end_spare(Spare& spare) {
+        spare.socket.reset();
+        kill_and_reap(spare.pid, spare.pidfd.get());
     }
 
     // A library changed on disk, or a thread started: a fresh template serves the next call.
@@ -300,6 +406,8 @@ private:
         if (retiring_ || (reply.status != TemplateStatus::stale_library && reply.status != TemplateStatus::unusable))
             return;
         retiring_ = true;
+        for (Spare& spare : spares_) end_spare(spare);
+        spares_.clear();
         say(reply.message + "; this template ends once idle");
     }
 
@@ -335,6 +443,8 @@ private:
     std::string pending_;  // stdin bytes not yet a whole line
     bool retiring_ = false;
     std::unique_ptr<AgentForker> forker_;  // null: the template forks its agents itself
+    std::list<Spare> spares_;
+    std::size_t spares_wanted_ = 0;  // the most workers it has had at once, up to most_spares
     char worker_name_[16] = {};
 };
 

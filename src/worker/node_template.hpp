@@ -7,7 +7,8 @@
 // library), which connects back as a launched agent does, and then forks the rank's
 // worker for that agent, from a process that has the function's library (and so
 // LibTorch) loaded already: a call's ranks start in milliseconds, not in the seconds a
-// fresh process takes to load LibTorch on each.
+// fresh process takes to load LibTorch on each. Between calls it forks spares, which the
+// next call's workers become when asked: no fork of LibTorch's size while a call starts.
 //
 // The workers are the template's children, not their agents': the template tells each
 // agent, on a socket of their own, the worker's pid and pidfd and, once it has reaped it,

@@ -223,8 +223,10 @@ private:
 };
 
 // Has the node's template fork the worker of `spec`, after loading `library` (the
-// function's, where this node has it). Throws std::runtime_error saying why not.
-ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const std::string& library) {
+// function's, where this node has it); `note` gets what it said of the fork. Throws
+// std::runtime_error saying why not.
+ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const std::string& library,
+                                     std::string& note) {
     ForkRequest request;
     request.caller = ::getpid();
     request.library = library;
@@ -240,6 +242,7 @@ ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, 
     const TemplateReply reply = receive_reply(node_template, &pidfd);
     if (reply.status != TemplateStatus::ok) throw std::runtime_error(reply.message);
     if (pidfd.size() != 1) throw std::runtime_error("its answer came without the worker's pidfd");
+    note = reply.message;
     ChildProcess worker;
     worker.pid = static_cast<pid_t>(reply.pid);
     worker.pidfd = std::move(pidfd.front());
@@ -282,13 +285,15 @@ StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
     std::string how = "exec'd: this agent has no node template";
     if (node_template) {
         try {
+            std::string note;  // what the template said of the fork
             const SpawnFunction from_template = [&](const LaunchSpec& spec) {
-                return fork_from_node_template(node_template.get(), spec, library);
+                return fork_from_node_template(node_template.get(), spec, library, note);
             };
             StartedWorker worker =
                 start_worker_with(from_template, host, Relay::lines, environment_with(variables), -1, std::nullopt);
-            send_link_message(link, LinkType::started,
-                              encode_started({worker.process.pid, "forked by the node template"}));
+            const std::string forked = note.empty() ? "forked by the node template"
+                                                    : fmt::format("forked by the node template ({})", note);
+            send_link_message(link, LinkType::started, encode_started({worker.process.pid, forked}));
             return worker;
         } catch (const std::system_error& e) {  // the template is gone: exec, as without it
             how = fmt::format("exec'd: the node template is gone ({})", e.what());
