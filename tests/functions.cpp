@@ -6,12 +6,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace {
 std::string env_or_unset(const char* name) {
@@ -142,7 +144,14 @@ MPIFY_REGISTER(hang_on_workers);
 
 // Where a rank waits, for the tests of its stack: in a loop of its own, or in read(2).
 // Not inlined: the frames are what the tests look for.
+namespace {
+// An fd spin_in_own_loop closes as it starts: whoever reads its other end to the end
+// knows the rank is in the loop's frame.
+int closed_in_the_loop = -1;
+}  // namespace
+
 __attribute__((noinline)) void spin_in_own_loop() {
+    if (closed_in_the_loop >= 0) ::close(std::exchange(closed_in_the_loop, -1));
     volatile unsigned long turns = 0;
     for (;;) turns = turns + 1;
 }
@@ -156,17 +165,18 @@ __attribute__((noinline)) void block_in_read() {
 
 int wait_in_own_code(std::string how, std::string fifo) {
     // Rank 0 returns; the others wait one way or another. "fail": rank 1 throws once
-    // rank 2 has opened the FIFO, on its way into its loop.
+    // rank 2 is in its loop (it closes its end of the FIFO there: rank 1 reads to the end).
     const int rank = mpify::local_rank();
     if (rank == 0) return 0;
     if (how == "fail") {
         if (rank == 1) {
             const int fd = ::open(fifo.c_str(), O_RDONLY);  // until rank 2 opens its end
+            char byte;
+            for (ssize_t got = 1; fd >= 0 && (got > 0 || (got < 0 && errno == EINTR));) got = ::read(fd, &byte, 1);
             if (fd >= 0) ::close(fd);
             throw std::runtime_error("rank 1 fails first");
         }
-        const int fd = ::open(fifo.c_str(), O_WRONLY);
-        if (fd >= 0) ::close(fd);
+        closed_in_the_loop = ::open(fifo.c_str(), O_WRONLY);
     }
     if (how == "read") block_in_read();
     spin_in_own_loop();
