@@ -75,6 +75,21 @@ class SlurmCluster:
         self.caller_address = f"10.{subnet}.0.1" if namespaced else "127.0.0.1"
         self.caller_cache = os.path.join(self.folder, "caller-cache")
 
+    def stop_leftover_sruns(self):
+        """An srun of this cluster still running (a node template's step whose caller has just
+        ended) would wait for the stopped controller forever: it goes first."""
+        wanted = f"SLURM_CONF={self.conf}".encode()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/comm") as comm:
+                    if comm.read().strip() != "srun":
+                        continue
+                with open(f"/proc/{pid}/environ", "rb") as environ:
+                    if wanted in environ.read().split(b"\0"):
+                        os.kill(int(pid), signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                pass
+
     def __enter__(self):
         try:
             self._start()
@@ -191,6 +206,7 @@ PartitionName=debug Nodes=n[1-2] Default=YES OverSubscribe=FORCE:4 MaxTime=INFIN
            *(["via", self.gateways[node].rsplit(".", 1)[0] + ".9"] if cut else []))
 
     def __exit__(self, *exc):
+        self.stop_leftover_sruns()
         for daemon in reversed(self.daemons):
             daemon.terminate()
         for daemon in self.daemons:
