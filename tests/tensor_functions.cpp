@@ -74,22 +74,11 @@ MPIFY_REGISTER(use_argument);
 
 std::map<std::string, bool> libtorch_mapped_among_siblings() {
     std::map<std::string, bool> mapped;
-    const std::string parent = std::to_string(::getppid());
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        const std::string pid = entry.path().filename();
-        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string stat;
-        std::getline(std::ifstream(entry.path() / "stat"), stat);
-        // pid (comm) state ppid ...: comm may hold spaces, so read after its last ')'.
-        const std::size_t name_end = stat.rfind(')');
-        if (name_end == std::string::npos) continue;
-        std::istringstream after(stat.substr(name_end + 1));
-        std::string state, ppid;
-        after >> state >> ppid;
-        if (ppid != parent) continue;
+    for (const pid_t sibling : mpify_test::children(::getppid())) {
+        const std::filesystem::path proc = "/proc/" + std::to_string(sibling);
         std::string name = "(this rank)";
-        if (pid != std::to_string(::getpid())) std::getline(std::ifstream(entry.path() / "comm"), name);
-        std::ifstream maps(entry.path() / "maps");
+        if (sibling != ::getpid()) std::getline(std::ifstream(proc / "comm"), name);
+        std::ifstream maps(proc / "maps");
         bool torch = false;
         for (std::string line; !torch && std::getline(maps, line);)
             torch = line.find("libtorch_cpu") != std::string::npos;

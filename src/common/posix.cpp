@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -136,6 +137,15 @@ void signal_child_and_group(int pidfd, pid_t pid, int signal) noexcept {
     // The group's id is its leader's pid: no group has it when the child leads none
     // (ESRCH), and no other process can take it while the child is unreaped.
     ::kill(-pid, signal);
+}
+
+void close_fds_from(int first, bool at_exec) noexcept {
+    const unsigned flags = at_exec ? CLOSE_RANGE_CLOEXEC : 0U;
+    if (::syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, flags) == 0) return;
+    for (int fd = first; fd < 65536; ++fd) {  // a kernel before 5.9 (5.11 for CLOEXEC)
+        if (at_exec) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+        else ::close(fd);
+    }
 }
 
 void kill_and_reap(pid_t pid, int pidfd) noexcept {

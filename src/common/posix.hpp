@@ -141,6 +141,11 @@ void signal_child(int pidfd, pid_t pid, int signal) noexcept;
 /// that leads no group is signalled alone.
 void signal_child_and_group(int pidfd, pid_t pid, int signal) noexcept;
 
+/// Closes every fd from `first` up (close_range, else one by one), or with `at_exec` only
+/// marks them close-on-exec. Async-signal-safe: for a child between fork and exec, or one
+/// that never execs.
+void close_fds_from(int first, bool at_exec = false) noexcept;
+
 /// Sends SIGKILL to a child of this process and to the group it leads (through `pidfd`
 /// when given, as signal_child_and_group) and waits until it is reaped.
 void kill_and_reap(pid_t pid, int pidfd = -1) noexcept;

@@ -1,10 +1,10 @@
 #include "contract/child_setup.hpp"
 
+#include "common/posix.hpp"
+
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,13 +31,7 @@ int place_fds(const int (&sources)[worker_fd_count], bool close_others_now) noex
         if (close_others_now) ::close(target);
         else ::fcntl(target, F_SETFD, FD_CLOEXEC);
     }
-    const unsigned flags = close_others_now ? 0U : CLOSE_RANGE_CLOEXEC;
-    if (::syscall(SYS_close_range, static_cast<unsigned>(worker_fd_count), ~0U, flags) != 0) {
-        for (int fd = worker_fd_count; fd < 65536; ++fd) {
-            if (close_others_now) ::close(fd);
-            else ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-        }
-    }
+    close_fds_from(worker_fd_count, !close_others_now);
     return 0;
 }
 

@@ -18,11 +18,9 @@
 #include <mpify/error.hpp>
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,8 +223,7 @@ private:
         ::dup2(devnull_.get(), STDIN_FILENO);
         if (::dup2(socket, agent_template_fd) < 0) ::_exit(70);
         ::fcntl(agent_template_fd, F_SETFD, FD_CLOEXEC);
-        if (::syscall(SYS_close_range, static_cast<unsigned>(agent_template_fd + 1), ~0U, 0U) != 0)
-            for (int fd = agent_template_fd + 1; fd < 65536; ++fd) ::close(fd);
+        close_fds_from(agent_template_fd + 1);
         ::prctl(PR_SET_NAME, "mpify-agent");
         join_caller_as_agent(request.endpoint, secret, request.rank, UniqueFd(agent_template_fd));
     }
@@ -383,8 +380,7 @@ private:
         if (socket_above < 0 || devnull_above < 0 || ::dup2(socket_above, spare_socket_fd) < 0 ||
             ::dup2(devnull_above, spare_devnull_fd) < 0)
             ::_exit(70);
-        if (::syscall(SYS_close_range, static_cast<unsigned>(spare_devnull_fd + 1), ~0U, 0U) != 0)
-            for (int fd = spare_devnull_fd + 1; fd < 65536; ++fd) ::close(fd);
+        close_fds_from(spare_devnull_fd + 1);
         ::prctl(PR_SET_NAME, "mpify-spare");
         std::vector<UniqueFd> fds;
         std::optional<ForkRequest> request;
