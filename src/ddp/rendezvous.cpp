@@ -75,16 +75,15 @@ std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Mem
 
 namespace {
 
-// Sets `phase`/<s.rank> to `value`, then waits (within s.timeout in all) until every rank
-// has set its key; throws Error naming the ranks still missing.
-void post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
-                   const std::vector<uint8_t>& value, const char* failure) {
-    store.set(key(phase, s.rank), value);
-    // One wait for every rank's key: one round trip to the store, not one per rank.
+// Sets `phase`/<s.rank> to `value`, waits (within s.timeout) until every rank has set its
+// key, and returns every rank's value, by rank: one round trip to the store. Throws Error
+// naming the ranks still missing.
+std::vector<std::string> post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
+                                       const std::string& value, const char* failure) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < s.world_size; ++rank) keys.push_back(key(phase, rank));
     try {
-        store.wait(keys, s.timeout);
+        return store.exchange(key(phase, s.rank), value, keys, s.timeout);
     } catch (const std::exception&) {
         const Missing missing = missing_ranks(store, s, phase);
         throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
@@ -97,7 +96,7 @@ void post_and_wait(store::Client& store, const DdpSettings& s, const std::string
 }  // namespace
 
 void wait_for_all(store::Client& store, const DdpSettings& s, const std::string& phase, const char* failure) {
-    post_and_wait(store, s, phase, std::vector<uint8_t>{1}, failure);
+    post_and_wait(store, s, phase, std::string(1, '\1'), failure);
 }
 
 std::string first_line_of(const std::exception& e) {
@@ -107,10 +106,8 @@ std::string first_line_of(const std::exception& e) {
 
 std::vector<std::string> gather_reports(store::Client& store, const DdpSettings& s, const std::string& phase,
                                         const std::string& report, const char* failure) {
-    post_and_wait(store, s, phase, store::as_bytes("#" + report), failure);  // "#": never an empty value
-    std::vector<std::string> reports;
-    for (int rank = 0; rank < s.world_size; ++rank)
-        reports.push_back(rank == s.rank ? report : store::as_string(store.get(key(phase, rank))).substr(1));
+    std::vector<std::string> reports = post_and_wait(store, s, phase, "#" + report, failure);  // "#": never empty
+    for (std::string& each : reports) each.erase(0, 1);
     return reports;
 }
 

@@ -173,5 +173,17 @@ void Client::wait(const std::vector<std::string>& keys, const std::chrono::milli
     call({Tag::wait, bounded_timeout.count(), keys}, bounded_timeout + answer_margin);
 }
 
+std::vector<std::string> Client::exchange(const std::string& key, const std::string& value,
+                                          const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+    const std::chrono::milliseconds bounded_timeout = bounded(timeout);
+    std::vector<std::string> fields{key, value};
+    fields.insert(fields.end(), keys.begin(), keys.end());
+    Message reply = call({Tag::exchange, bounded_timeout.count(), std::move(fields)}, bounded_timeout + answer_margin);
+    if (reply.fields.size() != keys.size())
+        throw Error(fmt::format("mpify: the group's rendezvous store answered an exchange with {} values for {} keys",
+                                reply.fields.size(), keys.size()));
+    return std::move(reply.fields);
+}
+
 }  // namespace store
 MPIFY_END_DETAIL_NAMESPACE

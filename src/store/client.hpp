@@ -47,6 +47,10 @@ public:
     int64_t getNumKeys() override;
     void wait(const std::vector<std::string>& keys) override;
     void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+    /// Sets `key` to `value`, then waits (up to `timeout`) until all of `keys` exist and
+    /// returns their values, in order: a rendezvous round in one round trip to the store.
+    std::vector<std::string> exchange(const std::string& key, const std::string& value,
+                                      const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
 private:
     /// Sends `request` and returns the reply (Tag::ok); throws Error on a "failed" reply,

@@ -48,7 +48,7 @@ Message decode_body(std::string_view body) {
     Reader in(body, "a store message");
     Message message;
     const auto tag = in.u8("the tag");
-    if (tag > static_cast<std::uint8_t>(Tag::leave))
+    if (tag > static_cast<std::uint8_t>(Tag::exchange))
         throw MalformedMessage(fmt::format("unknown store message tag {}", tag));
     message.tag = static_cast<Tag>(tag);
     message.number = in.i64("the number");

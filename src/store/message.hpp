@@ -38,6 +38,7 @@ enum class Tag : std::uint8_t {
     wait = 10,        ///< fields: keys -> ok, once all exist
     members = 11,     ///< -> fields: 6 per member (store/member.hpp)
     leave = 12,       ///< number: 0 for a clean end, 1 after a failure; fields: what failed
+    exchange = 13,    ///< fields: key, value, keys... -> the keys' values, once all exist (sets first)
 };
 
 struct Message {

@@ -106,8 +106,14 @@ bool Server::has_all(const std::vector<std::string>& keys) const {
 }
 
 std::optional<Message> Server::answer_if_ready(const Message& m) const {
-    if (!has_all(m.fields)) return std::nullopt;
-    return m.tag == Tag::get ? ok(0, {state_->data.at(m.fields[0])}) : ok();
+    // An exchange's first two fields are the key and value it set; it waits for the rest.
+    const auto first = m.fields.begin() + (m.tag == Tag::exchange ? 2 : 0);
+    const std::vector<std::string> awaited(first, m.fields.end());
+    if (!has_all(awaited)) return std::nullopt;
+    if (m.tag == Tag::wait) return ok();
+    std::vector<std::string> values;
+    for (const std::string& key : awaited) values.push_back(state_->data.at(key));
+    return ok(0, std::move(values));
 }
 
 void Server::set_member_state(Connection& c, Member::State state, std::string note) {
@@ -173,6 +179,10 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
         }
         case Tag::check: return ok(has_all(m.fields) ? 1 : 0);
         case Tag::count: return ok(static_cast<std::int64_t>(data.size()));
+        case Tag::exchange:
+            if (m.fields.size() < 2) return failed("exchange takes a key, a value and the keys to wait for");
+            if (!store_value(m.fields[0], m.fields[1])) return failed(store_full());
+            [[fallthrough]];
         case Tag::get:
         case Tag::wait: {
             if (m.tag == Tag::get && !fields_are(1)) return failed("get takes a key");

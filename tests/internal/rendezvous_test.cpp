@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 using Catch::Contains;
@@ -99,6 +100,31 @@ TEST_CASE("a rank that never joins is named when the timeout runs out", "[store]
                                                   "did not join the group"),
                       Contains("rank(s) 2 did not join the group at 127.0.0.1:"));
     CHECK(Clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("a round of reports gives every rank every rank's report, by rank, whoever comes last", "[store][ddp]") {
+    Endpoint e;
+    e.unix_path = private_socket_name();
+    const store::Server server(e);
+    constexpr int world = 3;
+    std::vector<std::vector<std::string>> seen(world);
+    std::vector<std::thread> ranks;
+    for (int rank = world - 1; rank >= 0; --rank) {  // the last rank first: it waits for the others
+        ranks.emplace_back([&, rank] {
+            const auto s = settings_for(server.endpoint(), rank, world, 5000);
+            auto client = mpify::detail::connect_store(s);
+            seen[static_cast<std::size_t>(rank)] = mpify::detail::gather_reports(
+                *client, s, "opened", rank == 1 ? "" : "pid " + std::to_string(rank), "did not open it");
+        });
+    }
+    for (std::thread& t : ranks) t.join();
+    const std::vector<std::string> expected{"pid 0", "", "pid 2"};
+    for (int rank = 0; rank < world; ++rank) CHECK(seen[static_cast<std::size_t>(rank)] == expected);
+
+    // An exchange sets its key before it waits: its own key counts among those awaited.
+    store::Client client(server.endpoint(), std::chrono::seconds(5), never_interrupted);
+    CHECK(client.exchange("alone/0", "here", {"alone/0"}, std::chrono::seconds(1)) == std::vector<std::string>{"here"});
+    CHECK(store::as_string(client.get("mpify/opened/2")) == "#pid 2");
 }
 
 TEST_CASE("outsiders' bytes close their own connection and leave the group's rendezvous working", "[store][failure]") {
