@@ -5,6 +5,7 @@
 #include <learner/learner.hpp>
 
 #include "line_data.hpp"
+#include "scratch_folder.hpp"
 
 #include <torch/torch.h>
 
@@ -21,6 +22,7 @@
 
 using namespace mpify_examples;
 using mpify_examples::testing::line;
+using mpify_examples::testing::ScratchFolder;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -79,31 +81,6 @@ void check_same_parameters(torch::nn::Module& a, torch::nn::Module& b) {
     for (std::size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
 }
 
-// A fresh, empty folder under the temporary directory, removed with all it holds when the
-// test case ends, passed or failed (the folder of this process's test cases goes with
-// the last of them).
-class ScratchFolder {
-public:
-    explicit ScratchFolder(const std::string& name) : path_(root() / name) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~ScratchFolder() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-        fs::remove(root(), ignored);  // removes only an empty folder
-    }
-    ScratchFolder(const ScratchFolder&) = delete;
-    ScratchFolder& operator=(const ScratchFolder&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    static fs::path root() {
-        return fs::temp_directory_path() / ("mpify_checkpoint_test_" + std::to_string(::getpid()));
-    }
-    fs::path path_;
-};
-
 }  // namespace
 
 TEST_CASE("a fit stopped in epoch 2 and started again ends with the never-stopped fit's parameters", "[checkpoint]") {
@@ -112,7 +89,7 @@ TEST_CASE("a fit stopped in epoch 2 and started again ends with the never-stoppe
 
     for (std::int64_t every : {0, 3}) {  // from the end of epoch 1; from batch 6 of epoch 2
         INFO("checkpoint_every = " << every);
-        const ScratchFolder scratch("resume" + std::to_string(every));
+        const ScratchFolder scratch("mpify_checkpoint_test", "resume" + std::to_string(every));
         const fs::path& dir = scratch.path();
         LineLearner stopped(dir, 0, every);
         stopped.learn->add_callback(std::make_shared<StopAt>(2, 7));
@@ -134,7 +111,7 @@ TEST_CASE("a fit stopped in epoch 2 and started again ends with the never-stoppe
 }
 
 TEST_CASE("a finished fit's checkpoint trains nothing more; another fit's is refused by name", "[checkpoint]") {
-    const ScratchFolder scratch("finished");
+    const ScratchFolder scratch("mpify_checkpoint_test", "finished");
     const fs::path& dir = scratch.path();
     LineLearner first(dir);
     const History done = first.learn->fit(2, 0.05);
@@ -154,7 +131,7 @@ TEST_CASE("a finished fit's checkpoint trains nothing more; another fit's is ref
 }
 
 TEST_CASE("save, load, export_model and load_model carry a model between learners", "[checkpoint]") {
-    const ScratchFolder scratch("by_hand");
+    const ScratchFolder scratch("mpify_checkpoint_test", "by_hand");
     const fs::path& dir = scratch.path();
     LineLearner trained({});
     trained.learn->fit(1, 0.05);
@@ -176,7 +153,7 @@ TEST_CASE("save, load, export_model and load_model carry a model between learner
 }
 
 TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming the file", "[checkpoint]") {
-    const ScratchFolder scratch("bad");
+    const ScratchFolder scratch("mpify_checkpoint_test", "bad");
     const fs::path& dir = scratch.path();
     LineLearner trained({});
     trained.learn->fit(1, 0.05);
@@ -214,7 +191,7 @@ TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming 
 }
 
 TEST_CASE("a folder that cannot hold checkpoints is an error before any batch trains", "[checkpoint]") {
-    const ScratchFolder scratch("file");
+    const ScratchFolder scratch("mpify_checkpoint_test", "file");
     const fs::path not_a_folder = scratch.path() / "plain-file";
     std::ofstream(not_a_folder) << "x";
     LineLearner learner(not_a_folder / "checkpoints");
@@ -226,7 +203,7 @@ TEST_CASE("a folder that cannot hold checkpoints is an error before any batch tr
 }
 
 TEST_CASE("a process killed while it writes a checkpoint leaves the previous one whole", "[checkpoint]") {
-    const ScratchFolder scratch("killed");
+    const ScratchFolder scratch("mpify_checkpoint_test", "killed");
     const fs::path& dir = scratch.path();
     const std::string path = (dir / "checkpoint.pt").string();
     LineLearner trained({});

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
+#include "scratch_folder.hpp"
 
 #include <filesystem>
 #include <iostream>
@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a rank killed in epoch 2 of 3: in_ddp restarts, resumes and ends as the run never stopped",
           "[checkpoint][restart]") {
-    const fs::path root = fs::temp_directory_path() / ("mpify_restart_resume_" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    const mpify_examples::testing::ScratchFolder scratch("mpify_restart_resume", "runs");
+    const fs::path& root = scratch.path();
     mpify::Options options;
     options.env["MPIFY_EXAMPLES_MAX_BATCHES"] = "8";
     intro::Config config;
@@ -50,5 +50,4 @@ TEST_CASE("a rank killed in epoch 2 of 3: in_ddp restarts, resumes and ends as t
     REQUIRE(resumed.predictions.size() == whole.predictions.size());
     for (std::size_t i = 0; i < whole.predictions.size(); ++i)
         CHECK(resumed.predictions[i].confidence == Approx(whole.predictions[i].confidence).margin(1e-6));
-    fs::remove_all(root);
 }
