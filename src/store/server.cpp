@@ -67,7 +67,7 @@ struct Server::Connection {
     std::string peer;  ///< the remote address, for members' hosts
     std::string in;    ///< bytes received, not yet a whole message
     std::string out;   ///< replies not yet sent
-    std::optional<Message> blocked;  ///< a get or wait whose keys are not all there yet
+    std::optional<Message> blocked;  ///< a get, wait or exchange whose keys are not all there yet
     Clock::time_point blocked_until;
     int member = -1;  ///< index into members_ once it introduced itself
     bool proven = false;  ///< it sent a whole, well-formed request
@@ -101,18 +101,18 @@ std::vector<Member> Server::members() const {
     return members_;
 }
 
-bool Server::has_all(const std::vector<std::string>& keys) const {
-    return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return state_->data.count(k) != 0; });
+bool Server::has_all(std::vector<std::string>::const_iterator first,
+                     std::vector<std::string>::const_iterator last) const {
+    return std::all_of(first, last, [&](const std::string& k) { return state_->data.count(k) != 0; });
 }
 
 std::optional<Message> Server::answer_if_ready(const Message& m) const {
     // An exchange's first two fields are the key and value it set; it waits for the rest.
     const auto first = m.fields.begin() + (m.tag == Tag::exchange ? 2 : 0);
-    const std::vector<std::string> awaited(first, m.fields.end());
-    if (!has_all(awaited)) return std::nullopt;
+    if (!has_all(first, m.fields.end())) return std::nullopt;
     if (m.tag == Tag::wait) return ok();
     std::vector<std::string> values;
-    for (const std::string& key : awaited) values.push_back(state_->data.at(key));
+    for (auto key = first; key != m.fields.end(); ++key) values.push_back(state_->data.at(*key));
     return ok(0, std::move(values));
 }
 
@@ -177,7 +177,7 @@ std::optional<Message> Server::handle(Connection& c, Message m) {
             data.erase(found);
             return ok(1);
         }
-        case Tag::check: return ok(has_all(m.fields) ? 1 : 0);
+        case Tag::check: return ok(has_all(m.fields.begin(), m.fields.end()) ? 1 : 0);
         case Tag::count: return ok(static_cast<std::int64_t>(data.size()));
         case Tag::exchange:
             if (m.fields.size() < 2) return failed("exchange takes a key, a value and the keys to wait for");

@@ -76,11 +76,12 @@ private:
     /// Runs the requests a connection has received, up to one that has to wait. Throws
     /// MalformedMessage.
     void process(Connection& c);
-    /// The reply to one request; nullopt for a get or wait that has to wait.
+    /// The reply to one request; nullopt for a get, wait or exchange that has to wait.
     std::optional<Message> handle(Connection& c, Message m);
     Message introduce(Connection& c, const Message& m);
-    bool has_all(const std::vector<std::string>& keys) const;
-    /// A get or wait whose keys are all there: its reply. Otherwise nullopt.
+    /// Whether every key in [first, last) is stored.
+    bool has_all(std::vector<std::string>::const_iterator first, std::vector<std::string>::const_iterator last) const;
+    /// A get, wait or exchange whose awaited keys are all there: its reply. Otherwise nullopt.
     std::optional<Message> answer_if_ready(const Message& m) const;
     void set_member_state(Connection& c, Member::State state, std::string note);
 
