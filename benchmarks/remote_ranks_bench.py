@@ -67,6 +67,32 @@ def compare_calls(bin_dir, rounds):
                   f"{', '.join(f'{v:.3f}' for v in values)} |")
     for call in (0, 1):
         print(f"{('first', 'later')[call]} calls: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
+    print_floor(bin_dir, medians["plain", 1])
+
+
+def process_floor(bin_dir, library):
+    """Fork, _exit and reap of a process that has loaded `library`, as node templates run."""
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.hugetlb=1")
+    run = subprocess.run([f"{bin_dir}/mpify_bench_process_floor", library], env=env, capture_output=True, text=True,
+                         timeout=120)
+    if run.returncode != 0:
+        sys.exit(f"mpify_bench_process_floor {library} failed:\n{run.stdout}{run.stderr}")
+    return float(run.stdout.split()[1]) / 1000, run.stdout.strip()
+
+
+def print_floor(bin_dir, plain_later):
+    """What the LibTorch library's workers must cost at least over the plain one's: each of the
+    call's four workers is forked from its node's template and exits, and both nodes share this
+    machine's cores, so the difference in their fork-and-exit, spread over the cores, adds to
+    the plain call's time whatever mpify does."""
+    plain, plain_line = process_floor(bin_dir, f"{bin_dir}/libmpify_test_functions.so")
+    torch, torch_line = process_floor(bin_dir, f"{bin_dir}/libmpify_test_torch_functions.so")
+    workers, cores = 4, os.cpu_count() or 1
+    floor = (plain_later + workers * (torch - plain) / min(workers, cores)) / plain_later
+    print(f"a worker's least cost, plain library: {plain_line}")
+    print(f"a worker's least cost, LibTorch library: {torch_line}")
+    print(f"later calls: LibTorch / plain can be no less than {floor:.2f} on {cores} cores "
+          f"({workers} workers' fork and exit over the plain library's)")
 
 
 def main():
