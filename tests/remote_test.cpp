@@ -332,6 +332,58 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
     CHECK(no_processes_left());
 }
 
+// A stand-in for Slurm's commands in a folder put first on PATH: squeue notes each query
+// and answers "localhost"; srun drops its options and runs the step's command here.
+class FakeSlurm {
+public:
+    FakeSlurm() : saved_path_(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "") {
+        write_program("squeue", "echo \"$*\" >> '" + queries_file() + "'\necho localhost\n");
+        write_program("srun", "while [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n");
+        ::setenv("PATH", (folder_.path() + ":" + saved_path_).c_str(), 1);
+    }
+    ~FakeSlurm() { ::setenv("PATH", saved_path_.c_str(), 1); }
+    /// How many times squeue was asked.
+    int queries() const {
+        std::ifstream in(queries_file());
+        int lines = 0;
+        for (std::string line; std::getline(in, line);) ++lines;
+        return lines;
+    }
+
+private:
+    std::string queries_file() const { return folder_.path() + "/squeue.log"; }
+    void write_program(const std::string& name, const std::string& body) const {
+        const std::string path = folder_.path() + "/" + name;
+        std::ofstream(path) << "#!/bin/sh\n" << body;
+        ::chmod(path.c_str(), 0755);
+    }
+    mpify_test::TempDir folder_;
+    std::string saved_path_;
+};
+
+TEST_CASE("Placement::slurm asks Slurm for a named job's nodes once, and again after a failed call", "[remote][once]") {
+    const char* own_job = std::getenv("SLURM_JOB_ID");
+    const std::string saved_job = own_job != nullptr ? own_job : "";
+    ::unsetenv("SLURM_JOB_ID");
+    {
+        const FakeSlurm slurm;
+        mpify::Options options;
+        options.placement = mpify::Placement::slurm(1, "4242");
+        for (int call = 0; call < 3; ++call)
+            CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
+        CHECK(slurm.queries() == 1);
+        CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::throw_on, 1), Catch::Contains("bad value on rank 1"));
+        CHECK(slurm.queries() == 1);  // the failed call used the nodes found before
+        CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
+        CHECK(slurm.queries() == 2);  // the job might have ended: asked again
+        options.placement = mpify::Placement::slurm(1, "4243");
+        CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
+        CHECK(slurm.queries() == 3);  // another job's nodes are its own
+    }
+    if (!saved_job.empty()) ::setenv("SLURM_JOB_ID", saved_job.c_str(), 1);
+    CHECK(no_processes_left());
+}
+
 TEST_CASE("strangers on the caller's port during a call are refused and the results do not change", "[remote][once]") {
     // Before each agent connects, its launcher has strangers knock: silent, garbage, a
     // proof under another secret, a byte a second (tests/helpers/agent_impostor.py).

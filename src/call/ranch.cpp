@@ -4,6 +4,7 @@
 
 #include <mpify/detail/restarts.hpp>
 #include <mpify/error.hpp>
+#include <mpify/placement.hpp>
 #include <mpify/ranch.hpp>
 
 #include <fmt/format.h>
@@ -38,10 +39,15 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
                           CallPlan attempt_plan = plan;
                           attempt_plan.n = ranks;  // fewer after a machine was lost (Options::min_ranks)
                           Call call(attempt, std::move(attempt_plan));
-                          // Every attempt ships the same arguments: the last one may take them.
-                          call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
-                          call.run_own_rank_and_supervise([&] { local_call(last); });
-                          results = call.results();
+                          try {
+                              // Every attempt ships the same arguments: the last one may take them.
+                              call.start_workers(last ? std::move(request.args) : request.args, request.shared_args);
+                              call.run_own_rank_and_supervise([&] { local_call(last); });
+                              results = call.results();
+                          } catch (...) {
+                              forget_placement_nodes(options.placement);  // its allocation may have ended
+                              throw;
+                          }
                       });
     return results;
 }

@@ -1,7 +1,7 @@
 // Placement's launchers turned into what a call runs, a command template and its hosts:
 // Slurm's becomes the srun command, the nodes of the allocation and the caller's address
-// toward them (asked of Slurm once per call, never polled); mpirun's, its command on the
-// hosts given.
+// toward them (a named job's nodes asked of Slurm at its first call, and again after a
+// call on it failed; never polled); mpirun's, its command on the hosts given.
 #include "common/debug_log.hpp"
 #include "common/endpoint.hpp"
 #include "common/hostlist.hpp"
@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
+#include <mutex>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -34,9 +36,14 @@ std::string template_literal(const std::string& text) {
     return out;
 }
 
-std::string allocation_of(const Placement& placement, int remote_ranks) {
+// The job Placement::slurm names, else this process's own (SLURM_JOB_ID); "" if neither.
+std::string job_of(const Placement& placement) {
     const char* own = std::getenv("SLURM_JOB_ID");
-    const std::string job = !placement.slurm_job.empty() ? placement.slurm_job : own != nullptr ? own : "";
+    return !placement.slurm_job.empty() ? placement.slurm_job : own != nullptr ? own : "";
+}
+
+std::string allocation_of(const Placement& placement, int remote_ranks) {
+    const std::string job = job_of(placement);
     const int per_node = std::max(1, placement.ranks_per_host);
     if (job.empty())
         throw UsageError(fmt::format(
@@ -52,10 +59,34 @@ std::string allocation_of(const Placement& placement, int remote_ranks) {
     return job;
 }
 
+// The nodes of each named job found by this process. A running job keeps its nodes, and
+// each query is a round trip to Slurm's controller, which a busy cluster answers slowly
+// and its admins would rather not see at every call; forget_placement_nodes drops a job
+// whose call failed (it may have ended), so the next call asks again and says so.
+struct KnownNodes {
+    std::mutex lock;
+    std::map<std::string, std::vector<std::string>> of_job;
+};
+
+KnownNodes& known_nodes() {
+    static KnownNodes known;
+    return known;
+}
+
 std::vector<std::string> nodes_of(const std::string& job) {
     const char* own = std::getenv("SLURM_JOB_ID");
     const char* own_nodes = std::getenv("SLURM_JOB_NODELIST");
     if (own != nullptr && job == own && own_nodes != nullptr && *own_nodes != '\0') return expand_hostlist(own_nodes);
+    KnownNodes& known = known_nodes();
+    {
+        const std::lock_guard<std::mutex> lock(known.lock);
+        const auto found = known.of_job.find(job);
+        if (found != known.of_job.end()) {
+            debug_line(fmt::format("Placement::slurm: the nodes of job {} as found at an earlier call (no squeue)",
+                                   job));
+            return found->second;
+        }
+    }
     const std::string query = "squeue --noheader --jobs=" + shell_quoted(job) + " --format=%N";
     const CommandOutput answer = command_output(query, slurm_query_limit);
     const std::string nodes = trimmed(answer.output);
@@ -63,7 +94,10 @@ std::vector<std::string> nodes_of(const std::string& job) {
         throw UsageError(fmt::format("mpify: Placement::slurm: cannot find the nodes of job {}: `{}` said \"{}\" ({}). "
                                      "Is the job running (not pending or ended), and is it yours?",
                                      job, query, nodes, answer.how));
-    return expand_hostlist(nodes);
+    std::vector<std::string> expanded = expand_hostlist(nodes);
+    const std::lock_guard<std::mutex> lock(known.lock);
+    known.of_job[job] = expanded;
+    return expanded;
 }
 
 // This machine's address toward `node`, for the agents to connect back to: by the node's
@@ -117,6 +151,13 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
                                    job, options_words(placement));
     resolved.launcher = Placement::Launcher::command;
     return resolved;
+}
+
+void forget_placement_nodes(const Placement& placement) noexcept {
+    if (placement.launcher != Placement::Launcher::slurm) return;
+    KnownNodes& known = known_nodes();
+    const std::lock_guard<std::mutex> lock(known.lock);
+    known.of_job.erase(job_of(placement));
 }
 
 MPIFY_END_DETAIL_NAMESPACE
