@@ -332,26 +332,29 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
     CHECK(no_processes_left());
 }
 
-// A stand-in for Slurm's commands in a folder put first on PATH: squeue notes each query
-// and answers "localhost"; srun drops its options and runs the step's command here.
+// A stand-in for Slurm's commands in a folder put first on PATH, each noting its queries:
+// squeue answers one node, whose name does not resolve; scontrol gives its NodeAddr as
+// 127.0.0.1; srun drops its options and runs the step's command here.
 class FakeSlurm {
 public:
     FakeSlurm() : saved_path_(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "") {
-        write_program("squeue", "echo \"$*\" >> '" + queries_file() + "'\necho localhost\n");
+        write_program("squeue", "echo squeue >> '" + queries_file() + "'\necho mpify-fake-node\n");
+        write_program("scontrol", "echo scontrol >> '" + queries_file() +
+                                      "'\necho NodeName=mpify-fake-node Arch=x86_64 NodeAddr=127.0.0.1 State=IDLE\n");
         write_program("srun", "while [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n");
         ::setenv("PATH", (folder_.path() + ":" + saved_path_).c_str(), 1);
     }
     ~FakeSlurm() { ::setenv("PATH", saved_path_.c_str(), 1); }
-    /// How many times squeue was asked.
-    int queries() const {
+    /// How many times `program` (squeue, scontrol) was run.
+    int queries(const std::string& program) const {
         std::ifstream in(queries_file());
-        int lines = 0;
-        for (std::string line; std::getline(in, line);) ++lines;
-        return lines;
+        int count = 0;
+        for (std::string line; std::getline(in, line);) count += line == program ? 1 : 0;
+        return count;
     }
 
 private:
-    std::string queries_file() const { return folder_.path() + "/squeue.log"; }
+    std::string queries_file() const { return folder_.path() + "/queries.log"; }
     void write_program(const std::string& name, const std::string& body) const {
         const std::string path = folder_.path() + "/" + name;
         std::ofstream(path) << "#!/bin/sh\n" << body;
@@ -371,14 +374,17 @@ TEST_CASE("Placement::slurm asks Slurm for a named job's nodes once, and again a
         options.placement = mpify::Placement::slurm(1, "4242");
         for (int call = 0; call < 3; ++call)
             CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
-        CHECK(slurm.queries() == 1);
+        CHECK(slurm.queries("squeue") == 1);
+        CHECK(slurm.queries("scontrol") == 1);
         CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::throw_on, 1), Catch::Contains("bad value on rank 1"));
-        CHECK(slurm.queries() == 1);  // the failed call used the nodes found before
+        CHECK(slurm.queries("squeue") == 1);  // the failed call used what was found before
         CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
-        CHECK(slurm.queries() == 2);  // the job might have ended: asked again
+        CHECK(slurm.queries("squeue") == 2);  // the job might have ended: asked again
+        CHECK(slurm.queries("scontrol") == 2);
         options.placement = mpify::Placement::slurm(1, "4243");
         CHECK(mpify::ranch(options, 2, in_library::add, 40, 1) == std::vector<int>{41, 42});
-        CHECK(slurm.queries() == 3);  // another job's nodes are its own
+        CHECK(slurm.queries("squeue") == 3);    // another job's nodes are its own
+        CHECK(slurm.queries("scontrol") == 2);  // the node's address is the same
     }
     if (!saved_job.empty()) ::setenv("SLURM_JOB_ID", saved_job.c_str(), 1);
     CHECK(no_processes_left());

@@ -128,10 +128,10 @@ namespace detail {
 /// Slurm allocation: with the salloc line to run).
 MPIFY_API Placement resolve_placement(const Placement& placement, int remote_ranks);
 
-/// After a call with `placement` failed: a Slurm job's nodes, which resolve_placement
-/// remembers from its first query, are asked of Slurm again at the next call (the job may
-/// have ended). Other placements: nothing.
-MPIFY_API void forget_placement_nodes(const Placement& placement) noexcept;
+/// After a call with `placement` failed: a Slurm job's nodes and their addresses, which
+/// resolve_placement remembers from its first queries, are asked of Slurm again at the
+/// next call (the job may have ended). Other placements: nothing.
+MPIFY_API void forget_slurm_answers(const Placement& placement) noexcept;
 
 }  // namespace detail
 

@@ -45,7 +45,7 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
                               call.run_own_rank_and_supervise([&] { local_call(last); });
                               results = call.results();
                           } catch (...) {
-                              forget_placement_nodes(options.placement);  // its allocation may have ended
+                              forget_slurm_answers(options.placement);  // its allocation may have ended
                               throw;
                           }
                       });

@@ -1,7 +1,7 @@
 // Placement's launchers turned into what a call runs, a command template and its hosts:
 // Slurm's becomes the srun command, the nodes of the allocation and the caller's address
-// toward them (a named job's nodes asked of Slurm at its first call, and again after a
-// call on it failed; never polled); mpirun's, its command on the hosts given.
+// toward them (asked of Slurm at a named job's first call, and again after a call on it
+// failed; never polled); mpirun's, its command on the hosts given.
 #include "common/debug_log.hpp"
 #include "common/endpoint.hpp"
 #include "common/hostlist.hpp"
@@ -59,29 +59,31 @@ std::string allocation_of(const Placement& placement, int remote_ranks) {
     return job;
 }
 
-// The nodes of each named job found by this process. A running job keeps its nodes, and
-// each query is a round trip to Slurm's controller, which a busy cluster answers slowly
-// and its admins would rather not see at every call; forget_placement_nodes drops a job
-// whose call failed (it may have ended), so the next call asks again and says so.
-struct KnownNodes {
+// What Slurm told this process: the nodes of each named job, and the NodeAddr of each node
+// whose name does not resolve here. A running job keeps its nodes, and each query is a
+// round trip to Slurm's controller, which a busy cluster answers slowly and its admins
+// would rather not see at every call; forget_slurm_answers drops them after a failed
+// call (the job may have ended), so the next call asks again and says so.
+struct SlurmAnswers {
     std::mutex lock;
-    std::map<std::string, std::vector<std::string>> of_job;
+    std::map<std::string, std::vector<std::string>> nodes_of_job;
+    std::map<std::string, std::string> address_of_node;
 };
 
-KnownNodes& known_nodes() {
-    static KnownNodes known;
-    return known;
+SlurmAnswers& slurm_answers() {
+    static SlurmAnswers answers;
+    return answers;
 }
 
 std::vector<std::string> nodes_of(const std::string& job) {
     const char* own = std::getenv("SLURM_JOB_ID");
     const char* own_nodes = std::getenv("SLURM_JOB_NODELIST");
     if (own != nullptr && job == own && own_nodes != nullptr && *own_nodes != '\0') return expand_hostlist(own_nodes);
-    KnownNodes& known = known_nodes();
+    SlurmAnswers& known = slurm_answers();
     {
         const std::lock_guard<std::mutex> lock(known.lock);
-        const auto found = known.of_job.find(job);
-        if (found != known.of_job.end()) {
+        const auto found = known.nodes_of_job.find(job);
+        if (found != known.nodes_of_job.end()) {
             debug_line(fmt::format("Placement::slurm: the nodes of job {} as found at an earlier call (no squeue)",
                                    job));
             return found->second;
@@ -96,7 +98,7 @@ std::vector<std::string> nodes_of(const std::string& job) {
                                      job, query, nodes, answer.how));
     std::vector<std::string> expanded = expand_hostlist(nodes);
     const std::lock_guard<std::mutex> lock(known.lock);
-    known.of_job[job] = expanded;
+    known.nodes_of_job[job] = expanded;
     return expanded;
 }
 
@@ -104,6 +106,12 @@ std::vector<std::string> nodes_of(const std::string& job) {
 // name where this machine resolves it, else by the address Slurm reaches it at (NodeAddr:
 // clusters whose node names resolve only among the nodes).
 std::string caller_address_toward(const std::string& node) {
+    SlurmAnswers& known = slurm_answers();
+    {
+        const std::lock_guard<std::mutex> lock(known.lock);
+        const auto found = known.address_of_node.find(node);
+        if (found != known.address_of_node.end()) return local_address_toward(found->second);
+    }
     try {
         return local_address_toward(node);
     } catch (const UsageError&) {
@@ -120,7 +128,10 @@ std::string caller_address_toward(const std::string& node) {
     const auto start = at + key.size();
     const std::string address = answer.output.substr(start, answer.output.find_first_of(" \t\n", start) - start);
     debug_line(fmt::format("Placement::slurm: node {} is {} (NodeAddr)", node, address));
-    return local_address_toward(address);
+    std::string toward = local_address_toward(address);
+    const std::lock_guard<std::mutex> lock(known.lock);
+    known.address_of_node[node] = address;
+    return toward;
 }
 
 // The extra options, as words the template keeps (a % doubled), and a space after them.
@@ -153,11 +164,12 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     return resolved;
 }
 
-void forget_placement_nodes(const Placement& placement) noexcept {
+void forget_slurm_answers(const Placement& placement) noexcept {
     if (placement.launcher != Placement::Launcher::slurm) return;
-    KnownNodes& known = known_nodes();
+    SlurmAnswers& known = slurm_answers();
     const std::lock_guard<std::mutex> lock(known.lock);
-    known.of_job.erase(job_of(placement));
+    known.nodes_of_job.erase(job_of(placement));
+    known.address_of_node.clear();
 }
 
 MPIFY_END_DETAIL_NAMESPACE
