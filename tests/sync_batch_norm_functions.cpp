@@ -54,8 +54,10 @@ struct NormPair : torch::nn::Module {
 void randomize_affine(torch::nn::Module& model) {
     torch::NoGradGuard no_grad;
     for (auto& p : model.named_parameters()) {
-        if (p.key().find("weight") != std::string::npos) p.value().uniform_(0.5, 1.5);
-        else p.value().normal_(0, 0.5);
+        // torch::nn::init's, not Tensor::uniform_'s inline default generator, which GCC's
+        // sanitizer builds warn of as maybe uninitialized.
+        if (p.key().find("weight") != std::string::npos) torch::nn::init::uniform_(p.value(), 0.5, 1.5);
+        else torch::nn::init::normal_(p.value(), 0, 0.5);
     }
 }
 
