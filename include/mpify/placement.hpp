@@ -41,9 +41,10 @@ struct Placement {
         /// Slurm's srun starts each remote rank's agent as a step of an allocation: the
         /// caller's own (SLURM_JOB_ID) or `slurm_job`, on its nodes in order (`hosts`,
         /// when given, instead), with `srun --jobid=J --overlap --nodes=1 --ntasks=1
-        /// --nodelist=NODE`. Nothing is submitted, polled or cancelled: the allocation
-        /// is the user's. Outside an allocation a call is a UsageError with the salloc
-        /// line to run.
+        /// --nodelist=NODE`. A named job's nodes are asked of Slurm (squeue) at its first
+        /// call and remembered until a call fails. Nothing is submitted, polled or
+        /// cancelled: the allocation is the user's. Outside an allocation a call is a
+        /// UsageError with the salloc line to run.
         slurm,
         /// Open MPI's mpirun starts each remote rank's agent on its host: `mpirun
         /// --host HOST -np 1` (plus `launcher_options`), on `hosts` in blocks. mpirun
