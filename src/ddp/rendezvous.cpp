@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
@@ -77,19 +78,25 @@ namespace {
 
 // Sets `phase`/<s.rank> to `value`, waits (within s.timeout) until every rank has set its
 // key, and returns every rank's value, by rank: one round trip to the store. Throws Error
-// naming the ranks still missing.
+// naming the ranks still missing, and, when the store failed before the timeout (it
+// closed the connection, refused the request), what it said.
 std::vector<std::string> post_and_wait(store::Client& store, const DdpSettings& s, const std::string& phase,
                                        const std::string& value, const char* failure) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < s.world_size; ++rank) keys.push_back(key(phase, rank));
+    const auto started = std::chrono::steady_clock::now();
     try {
         return store.exchange(key(phase, s.rank), value, keys, s.timeout);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        const std::string when = waited < s.timeout ? fmt::format("after {} ms: {}", waited.count(), first_line_of(e))
+                                                    : fmt::format("within {} ms", s.timeout.count());
         const Missing missing = missing_ranks(store, s, phase);
-        throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} within {} ms. "
+        throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): rank(s) {} {}{} at {} {}. "
                                 "Did every process start, with the same world_size, addr and port?",
                                 s.rank, s.world_size, missing.ranks, failure, missing.hosts,
-                                store.endpoint().describe(), s.timeout.count()));
+                                store.endpoint().describe(), when));
     }
 }
 

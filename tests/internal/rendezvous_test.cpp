@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,6 +100,20 @@ TEST_CASE("a rank that never joins is named when the timeout runs out", "[store]
     CHECK_THROWS_WITH(mpify::detail::wait_for_all(*rank0, settings_for(server.endpoint(), 0, 3, 600), "joined",
                                                   "did not join the group"),
                       Contains("rank(s) 2 did not join the group at 127.0.0.1:"));
+    CHECK(Clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("a store that goes away during a round is reported at once, with what happened", "[store][ddp][failure]") {
+    auto server = std::make_unique<store::Server>(loopback());
+    const Endpoint at = server->endpoint();
+    auto rank0 = mpify::detail::connect_store(settings_for(at, 0, 2, 5000));
+    rank0->set("mpify/joined/0", {1});  // connected
+    server.reset();
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH(mpify::detail::wait_for_all(*rank0, settings_for(at, 0, 2, 5000), "joined",
+                                                  "did not join the group"),
+                      Contains("did not join the group") && Contains(" ms: mpify: the group's rendezvous store at") &&
+                          !Contains("within 5000 ms"));
     CHECK(Clock::now() - start < std::chrono::seconds(3));
 }
 
