@@ -318,9 +318,7 @@ TEST_CASE("a launcher that fails is an error with its command and its output, an
 }
 
 TEST_CASE("Placement::slurm outside an allocation is a usage error with the salloc line to run", "[remote][once]") {
-    const char* job = std::getenv("SLURM_JOB_ID");
-    const std::string saved = job != nullptr ? job : "";
-    ::unsetenv("SLURM_JOB_ID");
+    const mpify_test::EnvironmentVariable no_job("SLURM_JOB_ID", std::nullopt);
     mpify::Options options;
     options.placement = mpify::Placement::slurm(2);
     CHECK_THROWS_WITH(mpify::ranch(options, 4, in_library::add, 1, 2),
@@ -328,7 +326,6 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
                           Catch::Contains("salloc --nodes=2 --ntasks-per-node=2"));
     options.placement = mpify::Placement::slurm(1, "12; rm -rf /");
     CHECK_THROWS_WITH(mpify::ranch(options, 2, in_library::add, 1, 2), Catch::Contains("is not a Slurm job id"));
-    if (!saved.empty()) ::setenv("SLURM_JOB_ID", saved.c_str(), 1);
     CHECK(no_processes_left());
 }
 
@@ -337,14 +334,12 @@ TEST_CASE("Placement::slurm outside an allocation is a usage error with the sall
 // 127.0.0.1; srun drops its options and runs the step's command here.
 class FakeSlurm {
 public:
-    FakeSlurm() : saved_path_(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "") {
+    FakeSlurm() {
         write_program("squeue", "echo squeue >> '" + queries_file() + "'\necho mpify-fake-node\n");
         write_program("scontrol", "echo scontrol >> '" + queries_file() +
                                       "'\necho NodeName=mpify-fake-node Arch=x86_64 NodeAddr=127.0.0.1 State=IDLE\n");
         write_program("srun", "while [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n");
-        ::setenv("PATH", (folder_.path() + ":" + saved_path_).c_str(), 1);
     }
-    ~FakeSlurm() { ::setenv("PATH", saved_path_.c_str(), 1); }
     /// How many times `program` (squeue, scontrol) was run.
     int queries(const std::string& program) const {
         std::ifstream in(queries_file());
@@ -360,14 +355,16 @@ private:
         std::ofstream(path) << "#!/bin/sh\n" << body;
         ::chmod(path.c_str(), 0755);
     }
+    static std::string path_now() {
+        const char* path = std::getenv("PATH");
+        return path != nullptr ? path : "";
+    }
     mpify_test::TempDir folder_;
-    std::string saved_path_;
+    const mpify_test::EnvironmentVariable path_{"PATH", folder_.path() + ":" + path_now()};
 };
 
 TEST_CASE("Placement::slurm asks Slurm for a named job's nodes once, and again after a failed call", "[remote][once]") {
-    const char* own_job = std::getenv("SLURM_JOB_ID");
-    const std::string saved_job = own_job != nullptr ? own_job : "";
-    ::unsetenv("SLURM_JOB_ID");
+    const mpify_test::EnvironmentVariable no_job("SLURM_JOB_ID", std::nullopt);
     {
         const FakeSlurm slurm;
         mpify::Options options;
@@ -386,7 +383,6 @@ TEST_CASE("Placement::slurm asks Slurm for a named job's nodes once, and again a
         CHECK(slurm.queries("squeue") == 3);    // another job's nodes are its own
         CHECK(slurm.queries("scontrol") == 2);  // the node's address is the same
     }
-    if (!saved_job.empty()) ::setenv("SLURM_JOB_ID", saved_job.c_str(), 1);
     CHECK(no_processes_left());
 }
 

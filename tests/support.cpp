@@ -168,6 +168,18 @@ TempDir::TempDir() {
     path_ = pattern;
 }
 
+EnvironmentVariable::EnvironmentVariable(std::string name, const std::optional<std::string>& value)
+    : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) before_ = old;
+    if (value) ::setenv(name_.c_str(), value->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+}
+
+EnvironmentVariable::~EnvironmentVariable() {
+    if (before_) ::setenv(name_.c_str(), before_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+}
+
 TempDir::~TempDir() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);

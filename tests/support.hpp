@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,20 @@ int bind_loopback(int& port);
 
 /// A loopback port that was free a moment ago (as an administrator would pick one).
 int free_loopback_port();
+
+/// Sets (or, with nullopt, unsets) an environment variable of this process for one scope,
+/// and puts back what it was (or its absence).
+class EnvironmentVariable {
+public:
+    EnvironmentVariable(std::string name, const std::optional<std::string>& value);
+    ~EnvironmentVariable();
+    EnvironmentVariable(const EnvironmentVariable&) = delete;
+    EnvironmentVariable& operator=(const EnvironmentVariable&) = delete;
+
+private:
+    std::string name_;
+    std::optional<std::string> before_;
+};
 
 /// A directory that is removed with everything in it.
 class TempDir {

@@ -33,24 +33,6 @@ unsigned mode_of(const fs::path& path) {
     return info.st_mode & 07777;
 }
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class EnvironmentVariable {
-public:
-    EnvironmentVariable(const char* name, std::optional<std::string> value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        if (value) ::setenv(name, value->c_str(), 1);
-        else ::unsetenv(name);
-    }
-    ~EnvironmentVariable() {
-        if (old_) ::setenv(name_, old_->c_str(), 1);
-        else ::unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 }  // namespace
 
 TEST_CASE("load_source creates its cache folders for this user only", "[robustness][load_source]") {
@@ -92,7 +74,7 @@ TEST_CASE("load_source refuses a cache folder that belongs to another user", "[r
 
 TEST_CASE("without HOME or XDG_CACHE_HOME the cache is this user's own folder in TMPDIR", "[robustness][load_source]") {
     mpify_test::TempDir dir;
-    const EnvironmentVariable home("HOME", std::nullopt), xdg("XDG_CACHE_HOME", std::nullopt),
+    const mpify_test::EnvironmentVariable home("HOME", std::nullopt), xdg("XDG_CACHE_HOME", std::nullopt),
         cache("MPIFY_CACHE_DIR", std::nullopt), tmp("TMPDIR", dir.path());
     const std::string mine = dir.path() + "/mpify-cache-" + std::to_string(::geteuid());
 
