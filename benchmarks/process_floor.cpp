@@ -9,11 +9,12 @@
 //
 // remote_ranks_bench.py --calls runs it for the plain and the LibTorch library, with the
 // malloc setting node templates start with (GLIBC_TUNABLES=glibc.malloc.hugetlb=1).
+#include "timing.hpp"
+
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,11 +22,6 @@
 #include <vector>
 
 namespace {
-
-double median_of(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-}
 
 int mappings() {
     std::ifstream maps("/proc/self/maps");
@@ -47,7 +43,7 @@ int main(int argc, char** argv) {
     }
     using clock = std::chrono::steady_clock;
     constexpr int cycles = 101;
-    std::vector<double> fork_ms, cycle_ms;
+    std::vector<double> fork_times, cycle_times;  // seconds
     for (int i = 0; i < cycles; ++i) {
         const auto began = clock::now();
         const pid_t child = ::fork();
@@ -63,10 +59,10 @@ int main(int argc, char** argv) {
             return 1;
         }
         const auto reaped = clock::now();
-        fork_ms.push_back(std::chrono::duration<double, std::milli>(forked - began).count());
-        cycle_ms.push_back(std::chrono::duration<double, std::milli>(reaped - began).count());
+        fork_times.push_back(std::chrono::duration<double>(forked - began).count());
+        cycle_times.push_back(std::chrono::duration<double>(reaped - began).count());
     }
-    std::printf("fork+exit+reap %.3f ms (fork %.3f ms), %d mappings\n", median_of(cycle_ms), median_of(fork_ms),
-                mappings());
+    std::printf("fork+exit+reap %.3f ms (fork %.3f ms), %d mappings\n", 1000 * mpify_bench::summary(cycle_times).median,
+                1000 * mpify_bench::summary(fork_times).median, mappings());
     return 0;
 }
