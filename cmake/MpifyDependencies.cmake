@@ -1,11 +1,83 @@
 # Every dependency comes from a Debian package (scripts/install-deps.sh installs them).
+# LibTorch's TorchConfig.cmake looks for its libraries in the system's folders before its
+# own: with a PyPI wheel's LibTorch (CMAKE_PREFIX_PATH = torch.utils.cmake_prefix_path, i.e.
+# <torch>/share/cmake) on a machine that also has Debian's, it would take Debian's
+# libtorch.so. Its own lib folder goes first (CMAKE_LIBRARY_PATH is searched before them).
+foreach(prefix IN LISTS Torch_DIR CMAKE_PREFIX_PATH)
+  foreach(up IN ITEMS "../.." "../../..")
+    get_filename_component(candidate "${prefix}/${up}/lib" ABSOLUTE)
+    if(EXISTS "${candidate}/libtorch.so" AND NOT candidate IN_LIST CMAKE_LIBRARY_PATH)
+      list(PREPEND CMAKE_LIBRARY_PATH "${candidate}")
+    endif()
+  endforeach()
+endforeach()
 find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
+get_filename_component(mpify_torch_library_dir "${TORCH_LIBRARY}" DIRECTORY)
+get_filename_component(mpify_torch_own_dir "${TORCH_INSTALL_PREFIX}/lib" ABSOLUTE)
+if(NOT mpify_torch_library_dir STREQUAL mpify_torch_own_dir
+   AND NOT TORCH_INSTALL_PREFIX MATCHES "^/usr/?$")
+  message(FATAL_ERROR "mpify: the LibTorch at ${TORCH_INSTALL_PREFIX} found its library as ${TORCH_LIBRARY}, "
+                      "another LibTorch's. Give CMAKE_PREFIX_PATH as LibTorch's own folder (the one holding "
+                      "lib/ and include/), or delete the cache entries TORCH_LIBRARY and c10_LIBRARY.")
+endif()
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
-# Gloo's own library (LibTorch's targets bring it only indirectly): the group's loop waker
-# calls its TCP device (src/ddp/gloo_loop_waker.cpp).
-find_library(MPIFY_GLOO_LIBRARY gloo REQUIRED)
+# Which LibTorch generation this is: Torch_VERSION (TorchConfigVersion's) is "1.13.1" or
+# "2.11.0+cu130"-like; MPIFY_TORCH_MAJOR picks what differs between them in the build.
+string(REGEX MATCH "^[0-9]+\\.[0-9]+" MPIFY_TORCH_VERSION "${Torch_VERSION}")
+if(NOT MPIFY_TORCH_VERSION)
+  message(FATAL_ERROR "mpify: could not tell the version of the LibTorch found at ${Torch_DIR}")
+endif()
+if(MPIFY_TORCH_VERSION VERSION_LESS 1.13 OR (MPIFY_TORCH_VERSION VERSION_GREATER_EQUAL 2.0
+                                              AND MPIFY_TORCH_VERSION VERSION_LESS 2.7))
+  message(FATAL_ERROR "mpify builds against LibTorch 1.13 or 2.7 and newer; ${Torch_DIR} is LibTorch "
+                      "${Torch_VERSION}. Point CMAKE_PREFIX_PATH (or Torch_DIR) at another LibTorch.")
+endif()
+string(REGEX MATCH "^[0-9]+" MPIFY_TORCH_MAJOR "${MPIFY_TORCH_VERSION}")
+# The C++ standard mpify's code, load_source's libraries and mpify-kernel's cells are
+# compiled as: C++17, or what LibTorch demands when that is more (its headers refuse C++17
+# from about 2.13 on), or what the project that builds mpify chose when that is more.
+get_target_property(mpify_torch_standard torch CXX_STANDARD)
+set(MPIFY_CXX_STANDARD 17)
+foreach(standard IN ITEMS "${mpify_torch_standard}" "${CMAKE_CXX_STANDARD}")
+  if(standard MATCHES "^[0-9]+$" AND standard GREATER MPIFY_CXX_STANDARD)
+    set(MPIFY_CXX_STANDARD ${standard})
+  endif()
+endforeach()
+if(PROJECT_IS_TOP_LEVEL)
+  set(CMAKE_CXX_STANDARD ${MPIFY_CXX_STANDARD})
+endif()
+# The folder holding LibTorch's headers (<torch/...>, and for 2.x its own copies of fmt and
+# perhaps of Gloo's headers).
+list(GET TORCH_INCLUDE_DIRS 0 MPIFY_TORCH_INCLUDE_DIR)
+
+if(MPIFY_TORCH_MAJOR EQUAL 1)
+  # Debian's LibTorch 1.13 is linked against Debian's Gloo: the group's loop waker calls its
+  # TCP device (src/ddp/gloo_loop_waker.cpp), from its own library and headers.
+  find_library(MPIFY_GLOO_LIBRARY gloo REQUIRED)
+  set(MPIFY_GLOO_INCLUDE_DIR "")
+else()
+  # LibTorch 2.x carries Gloo inside libtorch_cpu.so: no second Gloo may be loaded beside it.
+  # Its headers come with LibTorch when it has them; else mpify's declarations of the part it
+  # uses stand in (src/ddp/backends/gloo_declarations/README.md).
+  set(MPIFY_GLOO_LIBRARY "")
+  if(EXISTS "${MPIFY_TORCH_INCLUDE_DIR}/gloo/context.h")
+    set(MPIFY_GLOO_INCLUDE_DIR "")
+  else()
+    set(MPIFY_GLOO_INCLUDE_DIR "${PROJECT_SOURCE_DIR}/src/ddp/backends/gloo_declarations")
+  endif()
+endif()
+
+# LibTorch 2.x ships its own fmt headers beside its others, so a file that includes both
+# LibTorch and <fmt/...> gets LibTorch's fmt: mpify's code then uses fmt header-only
+# (whichever fmt a file sees), never linking Debian's libfmt for another version's calls.
+if(EXISTS "${MPIFY_TORCH_INCLUDE_DIR}/fmt/format.h")
+  set(MPIFY_FMT fmt::fmt-header-only)
+else()
+  set(MPIFY_FMT fmt::fmt)
+endif()
+
 # libsodium: the random secrets and HMAC proofs of connect-back and of a remote group's store
 # (common/secret_handshake.hpp).
 find_package(PkgConfig REQUIRED)

@@ -1,10 +1,11 @@
-// mpify-kernel: a Jupyter kernel for C++17 (see README, "Notebooks").
+// mpify-kernel: a Jupyter kernel for C++17 or newer (see README, "Notebooks").
 //
 //   mpify-kernel -f CONNECTION_FILE [-- CLANG_FLAG...]
 //
 // Jupyter starts it from its kernelspec (kernel.json), one process per notebook. Flags
 // after `--` go to clang: the kernelspec passes -I for the folder of xcpp/xdisplay.hpp.
 #include "cpp_kernel.hpp"
+#include "libtorch_flags.hpp"
 #include "recovery.hpp"
 
 #include <xeus/xhelper.hpp>
@@ -27,12 +28,10 @@ namespace {
 
 std::vector<std::string> compiler_flags(int argc, char* argv[]) {
     std::vector<std::string> flags = {
-        "-std=c++17",
-        "-xc++",
-        "-resource-dir",
-        MPIFY_KERNEL_RESOURCE_DIR,
-        "-D_GLIBCXX_USE_CXX11_ABI=1",                 // LibTorch's (Debian) ABI
-        "-I/usr/include/torch/csrc/api/include",     // where <torch/torch.h> lives on Debian
+        "-xc++", "-resource-dir", MPIFY_KERNEL_RESOURCE_DIR,
+        // The standard, LibTorch's folders and its ABI flag, as mpify was built.
+        MPIFY_KERNEL_LIBTORCH_FLAGS,
+        "-DMPIFY_KERNEL=1",  // what cells are compiled by (<mpify/detail/libtorch_generation.hpp>)
     };
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--") != 0) continue;

@@ -5,6 +5,7 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -73,6 +74,32 @@ std::int64_t allreduce_rank() {
     return t.item<std::int64_t>();
 }
 MPIFY_REGISTER(allreduce_rank);
+
+int libtorch_files_checked(std::string expected_folder) {
+    namespace fs = std::filesystem;
+    const fs::path expected = fs::canonical(expected_folder);
+    std::ifstream maps("/proc/self/maps");
+    std::set<std::string> seen;
+    for (std::string line; std::getline(maps, line);) {
+        const std::size_t slash = line.find('/');
+        if (slash == std::string::npos) continue;
+        const fs::path file = line.substr(slash);
+        const std::string name = file.filename().string();
+        if (!seen.insert(file.string()).second) continue;
+        const bool libtorch = name.rfind("libtorch", 0) == 0 || name.rfind("libc10", 0) == 0;
+        if (libtorch && fs::canonical(file).parent_path() != expected)
+            throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " loaded " + file.string() +
+                                     ", not from " + expected.string());
+#if TORCH_VERSION_MAJOR >= 2
+        // Gloo is inside libtorch_cpu.so: a second one (Debian's) must never join it.
+        if (name.rfind("libgloo", 0) == 0)
+            throw std::runtime_error("rank " + std::to_string(mpify::ddp::rank()) + " loaded " + file.string());
+#endif
+    }
+    mpify::ddp::barrier();  // the group formed and works
+    return static_cast<int>(seen.size());
+}
+MPIFY_REGISTER(libtorch_files_checked);
 
 std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts) {
     at::Tensor first = torch::tensor(std::int64_t{1});

@@ -47,6 +47,9 @@ struct TrainResult {
 std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
 
 std::int64_t allreduce_rank();
+/// Throws unless every LibTorch library this rank has mapped lies in `expected_folder`, and
+/// (LibTorch 2.x) no Gloo library is mapped beside it; returns how many files are mapped.
+int libtorch_files_checked(std::string expected_folder);
 /// All-reduces rank + 1000 × restart_count(); rank `dying_rank` kills itself after one
 /// all-reduce on each of the first `failed_attempts` attempts.
 std::int64_t allreduce_after_restarts(int dying_rank, int failed_attempts);

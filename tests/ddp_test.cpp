@@ -36,6 +36,12 @@ TEST_CASE("all-reduce of each rank's number over n = 2 3 4 gives n(n-1)/2", "[dd
     }
 }
 
+TEST_CASE("the ranks of a Gloo group load LibTorch only from where mpify was built against it", "[ddp][libtorch]") {
+    mpify::DdpOptions gloo;
+    gloo.backend = mpify::Backend::gloo;
+    CHECK(mpify::in_ddp(gloo, 2, ddp_test::libtorch_files_checked, std::string(MPIFY_TEST_LIBTORCH_DIR)) > 0);
+}
+
 TEST_CASE("n ranks with batch B/n train to the same parameters as one process with batch B", "[ddp][model]") {
     ddp_test::TrainSpec spec;
     spec.bucket_bytes = 64;  // several buckets: the bucketed, overlapped path

@@ -10,6 +10,7 @@
 #include <mpify/process.hpp>
 
 #include <ATen/autocast_mode.h>
+#include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
 #include <torch/torch.h>
 
 #include <malloc.h>
@@ -59,18 +60,16 @@ void keep_freed_memory() {
 class CpuAutocast {
 public:
     explicit CpuAutocast(Precision precision)
-        : on_(precision == Precision::bfloat16), was_enabled_(at::autocast::is_cpu_enabled()),
-          was_type_(at::autocast::get_autocast_cpu_dtype()) {
+        : on_(precision == Precision::bfloat16), was_enabled_(mpify::detail::cpu_autocast_enabled()),
+          was_type_(mpify::detail::cpu_autocast_dtype()) {
         if (!on_) return;
-        at::autocast::set_cpu_enabled(true);
-        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+        mpify::detail::set_cpu_autocast(true, at::kBFloat16);
         at::autocast::increment_nesting();
     }
     ~CpuAutocast() {
         if (!on_) return;
         if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-        at::autocast::set_cpu_enabled(was_enabled_);
-        at::autocast::set_autocast_cpu_dtype(was_type_);
+        mpify::detail::set_cpu_autocast(was_enabled_, was_type_);
     }
     CpuAutocast(const CpuAutocast&) = delete;
     CpuAutocast& operator=(const CpuAutocast&) = delete;

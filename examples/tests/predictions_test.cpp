@@ -9,6 +9,7 @@
 #include "learner_group_functions.hpp"
 
 #include <ATen/autocast_mode.h>
+#include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
 #include <torch/torch.h>
 
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
@@ -156,5 +157,5 @@ TEST_CASE("precision = bfloat16 trains a classifier to the accuracy of float32",
     INFO("accuracy: float32 " << full.final("accuracy") << ", bfloat16 " << half.final("accuracy"));
     CHECK(std::abs(full.final("accuracy") - half.final("accuracy")) <= 0.005);
     CHECK(full.batch_losses != half.batch_losses);  // the forward did run in bfloat16
-    CHECK(!at::autocast::is_cpu_enabled());          // and autocast is off again
+    CHECK(!mpify::detail::cpu_autocast_enabled());          // and autocast is off again
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for code running inside a DdpGuard (every rank of an in_ddp call).
 #include <mpify/abi.hpp>
+#include <mpify/detail/libtorch_generation.hpp>
 #include <mpify/export.hpp>
 #include <mpify/stack.hpp>
 

@@ -8,6 +8,7 @@
 //   loss.backward();                                   // gradients averaged on return
 //   optimizer.step();
 #include <mpify/abi.hpp>
+#include <mpify/detail/libtorch_generation.hpp>
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>

@@ -6,6 +6,7 @@
 //   torch::nn::Sequential model(torch::nn::Conv2d(1, 8, 3),
 //                               mpify::SequentialBlock(torch::nn::BatchNorm2d(8), torch::nn::ReLU()));
 #include <mpify/abi.hpp>
+#include <mpify/detail/libtorch_generation.hpp>
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>

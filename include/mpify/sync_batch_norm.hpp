@@ -14,6 +14,7 @@
 // one more (the two sums the input's gradient needs); in eval mode, and outside a group,
 // a SyncBatchNorm is a plain BatchNorm and talks to no one.
 #include <mpify/abi.hpp>
+#include <mpify/detail/libtorch_generation.hpp>
 #include <mpify/export.hpp>
 #include <mpify/sequential_block.hpp>
 

@@ -16,6 +16,7 @@
 // size fails): clone() it first.
 #include <mpify/abi.hpp>
 #include <mpify/detail/blob.hpp>
+#include <mpify/detail/libtorch_generation.hpp>
 #include <mpify/export.hpp>
 
 #include <ATen/core/Tensor.h>

@@ -1,9 +1,7 @@
 #include "ddp/active_group.hpp"
 
 #include "common/scoped_environment.hpp"
-#include "ddp/gloo_loop_waker.hpp"
 #include "ddp/open_group.hpp"
-#include "ddp/shared_memory_group.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "forensics/collective_record.hpp"
 #include "store/server.hpp"
@@ -25,22 +23,8 @@ bool claimed = false;                       // guarded by active_mutex
 }  // namespace
 
 ProcessGroupState::~ProcessGroupState() {
-    if (abandoned) {
-        if (auto* shared = dynamic_cast<SharedMemoryGroup*>(group.get())) {
-            // Its waits end at once (the peers' too: this rank has left), so it is closed
-            // as usual; only a Gloo group it formed for other calls is let go.
-            shared->abandon();
-        } else {
-            // Leaked on purpose: their threads finish when Gloo's timeout ends the stuck work.
-            (void)group.release();
-            (void)store.release();
-        }
-    }
-    {
-        const GlooLoopWaker::Nudging nudging = gloo_loop_waker ? gloo_loop_waker->nudge() : GlooLoopWaker::Nudging();
-        group.reset();  // joins Gloo's threads before the store they talk through goes
-    }
-    gloo_loop_waker.reset();
+    if (abandoned && formed) formed->abandon();
+    formed.reset();  // joins the group's threads before the store they talk through goes
     store.reset();
     store_server.reset();
 }

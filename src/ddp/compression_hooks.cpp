@@ -15,7 +15,7 @@ CommunicationHook compress_to(at::ScalarType wire_type, const char* site) {
         const c10::intrusive_ptr<c10::ivalue::Future> sent = ddp::all_reduce_async(on_the_wire, site);
         at::Tensor buffer = bucket.buffer;
         return sent->then(
-            [buffer, on_the_wire](c10::ivalue::Future&) mutable {
+            [buffer, on_the_wire](c10::ivalue::Future&) {
                 buffer.copy_(on_the_wire);  // the sum, back in the bucket's dtype
                 return c10::IValue(buffer);
             },

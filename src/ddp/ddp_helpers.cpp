@@ -23,14 +23,14 @@ int rank() { return detail::active_group("mpify::ddp::rank").rank; }
 int world_size() { return detail::active_group("mpify::ddp::world_size").world_size; }
 
 c10::intrusive_ptr<c10d::ProcessGroup> process_group() {
-    return detail::active_group("mpify::ddp::process_group").group;
+    return detail::active_group("mpify::ddp::process_group").group();
 }
 
 void barrier() {
     const char* what = "mpify::ddp::barrier";
     const auto& group = detail::active_group(what);
     const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
-    detail::wait_for_collective(*group.group->barrier(), what, sequence);
+    detail::wait_for_collective(*group.group()->barrier(), what, sequence);
 }
 
 void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
@@ -40,14 +40,14 @@ void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
     c10d::AllreduceOptions options;
     options.reduceOp = op;
     const std::uint64_t sequence = detail::record_collective("allreduce", &tensor, detail::reduction_name(op), what);
-    detail::wait_for_collective(*group.group->allreduce(tensors, options), what, sequence);
+    detail::wait_for_collective(*group.group()->allreduce(tensors, options), what, sequence);
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> all_reduce_async(at::Tensor& tensor, const char* site) {
     const auto& group = detail::active_group(site);
     std::vector<at::Tensor> tensors{tensor};
     const std::uint64_t sequence = detail::record_collective("allreduce", &tensor, "SUM", site);
-    c10::intrusive_ptr<c10::ivalue::Future> future = group.group->allreduce(tensors)->getFuture();
+    c10::intrusive_ptr<c10::ivalue::Future> future = group.group()->allreduce(tensors)->getFuture();
     future->addCallback([sequence](c10::ivalue::Future&) { detail::record_call_ended(sequence); });
     return future;
 }
@@ -60,7 +60,7 @@ void broadcast(at::Tensor& tensor, int source) {
     options.rootRank = source;
     const std::uint64_t sequence =
         detail::record_collective("broadcast", &tensor, fmt::format("from rank {}", source), what);
-    detail::wait_for_collective(*group.group->broadcast(tensors, options), what, sequence);
+    detail::wait_for_collective(*group.group()->broadcast(tensors, options), what, sequence);
 }
 
 void rank0_first(const std::function<void()>& f) {
@@ -68,7 +68,7 @@ void rank0_first(const std::function<void()>& f) {
     const auto& group = detail::active_group(what);
     if (group.rank == 0) f();
     const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
-    detail::wait_for_collective(*group.group->barrier(), what, sequence);
+    detail::wait_for_collective(*group.group()->barrier(), what, sequence);
     if (group.rank != 0) f();
 }
 

@@ -201,7 +201,7 @@ public:
     BucketedReducer(std::vector<at::Tensor> parameters, std::size_t bucket_bytes, CommunicationHook hook)
         : state_(std::make_shared<ReducerState>()) {
         const ProcessGroupState& active = active_group("mpify::DistributedDataParallel");
-        state_->group = active.group;
+        state_->group = active.group();
         state_->world_size = active.world_size;
         state_->hook = std::move(hook);
         for (at::Tensor& p : parameters)
@@ -269,7 +269,7 @@ void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
         c10d::BroadcastOptions options;
         options.rootRank = 0;
         const std::uint64_t sequence = record_collective("broadcast", &flat[0], "from rank 0", reducer_site);
-        wait_for_collective(*active.group->broadcast(flat, options), reducer_site, sequence);
+        wait_for_collective(*active.group()->broadcast(flat, options), reducer_site, sequence);
         std::int64_t offset = 0;
         for (const at::Tensor& t : group) {
             t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));

@@ -2,6 +2,8 @@
 // An open process group as one object: the c10d group and its store, and what opening it
 // changed in the process (the environment, SIGPIPE). open_group (open_group.hpp) makes it;
 // the active group (active_group.hpp) holds it, and active_group.cpp defines how it closes.
+#include "ddp/backends/collective_backend.hpp"
+
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -15,7 +17,6 @@ MPIFY_END_NAMESPACE
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
-class GlooLoopWaker;
 class ScopedEnvironment;
 class SigpipeBlock;
 namespace store {
@@ -33,14 +34,14 @@ struct ProcessGroupState {
     std::unique_ptr<ScopedEnvironment> environment;  ///< RANK, WORLD_SIZE, MASTER_* while open
     std::unique_ptr<store::Server> store_server;     ///< rank 0 of a group launched without in_ddp
     c10::intrusive_ptr<c10d::Store> store;
-    /// Turns the loop of a Gloo group's device while the group closes (null: NCCL).
-    std::unique_ptr<GlooLoopWaker> gloo_loop_waker;
-    c10::intrusive_ptr<c10d::ProcessGroup> group;
-    /// A wait in it was abandoned (an interrupt): Gloo's threads may still be inside a
-    /// collective until its timeout, so a Gloo group and its store are let go, never
-    /// destroyed (destroying them would join those threads); mpify's shared-memory group
-    /// ends its waits at once and is closed.
+    /// The group, as its backend formed it (backends/collective_backend.hpp).
+    std::unique_ptr<FormedGroup> formed;
+    /// A wait in it was abandoned (an interrupt): the group is given up on
+    /// (FormedGroup::abandon) before it is closed.
     bool abandoned = false;
+
+    /// The c10d group the ranks call.
+    const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return formed->group(); }
     ~ProcessGroupState();  ///< the group, the store, the environment as it was, SIGPIPE as it was
 };
 

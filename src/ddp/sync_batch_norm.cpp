@@ -19,6 +19,7 @@
 #include <torch/nn/functional/batchnorm.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <vector>
@@ -34,7 +35,7 @@ void sum_over_ranks(at::Tensor& sums, const char* site) {
     const ProcessGroupState& group = active_group(site);
     std::vector<at::Tensor> tensors{sums};
     const std::uint64_t sequence = record_collective("allreduce", &sums, "SUM", site);
-    wait_for_collective(*group.group->allreduce(tensors), site, sequence);
+    wait_for_collective(*group.group()->allreduce(tensors), site, sequence);
 }
 
 /// A per-channel vector shaped to broadcast over `input` (1, C, 1, ...).

@@ -10,6 +10,7 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 struct BuildFlags {
     std::string compiler;
+    std::string standard;                   ///< -std=c++17, or what LibTorch demands
     std::vector<std::string> include_dirs;  ///< mpify's (source tree) and its dependencies'
     std::vector<std::string> definitions;   ///< without -D
     std::vector<std::string> options;       ///< e.g. -D_GLIBCXX_USE_CXX11_ABI=1 from LibTorch

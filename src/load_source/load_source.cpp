@@ -110,7 +110,7 @@ std::vector<std::string> include_dirs(const fs::path& libmpify) {
 std::vector<std::string> compile_command(const fs::path& source, const fs::path& output, const fs::path& libmpify,
                                          const SourceOptions& options) {
     const detail::BuildFlags& flags = detail::build_flags();
-    std::vector<std::string> cmd{flags.compiler, "-std=c++17", "-fPIC", "-shared", "-O2"};
+    std::vector<std::string> cmd{flags.compiler, flags.standard, "-fPIC", "-shared", "-O2"};
     for (const std::string& dir : include_dirs(libmpify)) cmd.push_back("-I" + dir);
     for (const std::string& d : flags.definitions)
         if (!d.empty()) cmd.push_back("-D" + d);

@@ -1,6 +1,7 @@
 #include "memory/tensor_memory_cache.hpp"
 
 #include "common/environment_number.hpp"
+#include "compat/torch_compat.hpp"
 
 #include <mpify/tensor_memory.hpp>
 
@@ -56,9 +57,15 @@ void* map_block(std::size_t bytes) {
 // allocator underneath are wrapped the same way and handed back to it.
 class TensorMemoryCache final : public c10::Allocator {
 public:
-    c10::DataPtr allocate(std::size_t requested) const override {
+    c10::DataPtr allocate(std::size_t requested) MPIFY_ALLOCATE_CONST override {
         return const_cast<TensorMemoryCache*>(this)->take(requested);
     }
+
+#if MPIFY_ALLOCATOR_HAS_COPY_DATA
+    void copy_data(void* dest, const void* src, std::size_t count) const override {
+        default_copy_data(dest, src, count);
+    }
+#endif
 
     c10::DeleterFnPtr raw_deleter() const override { return &TensorMemoryCache::give_back; }
 

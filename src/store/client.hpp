@@ -37,6 +37,11 @@ public:
     std::vector<Member> members();
     const Endpoint& endpoint() const { return endpoint_; }
 
+    /// This client itself: it is safe to use from several threads. LibTorch 2.x's Store
+    /// declares clone() (pure virtual) and this overrides it; 1.13's has none (hence no
+    /// `override`).
+    c10::intrusive_ptr<c10d::Store> clone() { return c10::intrusive_ptr<c10d::Store>::reclaim_copy(this); }
+
     void set(const std::string& key, const std::vector<uint8_t>& value) override;
     std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                     const std::vector<uint8_t>& desired) override;

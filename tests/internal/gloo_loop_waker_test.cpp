@@ -4,7 +4,7 @@
 // formed and closed without waiting for the loop's 10 ms turns, is measured by
 // benchmarks/spawn_bench.cpp, not asserted here.)
 #include "common/clock.hpp"
-#include "ddp/gloo_loop_waker.hpp"
+#include "ddp/backends/gloo/gloo_loop_waker.hpp"
 #include "worker/fork_for_parent.hpp"  // thread_count
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

@@ -1,6 +1,6 @@
 // The one-machine group's barrier and how it watches its peers (ddp/shared_segment.hpp),
 // with a forked child as the other rank.
-#include "ddp/shared_segment.hpp"
+#include "ddp/backends/shared_memory/shared_segment.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,4 +1,4 @@
-#include "ddp/pair_proof.hpp"
+#include "ddp/backends/gloo/pair_proof.hpp"
 
 #include "common/clock.hpp"
 #include "common/random_token.hpp"
@@ -34,8 +34,8 @@ std::string publish_proof(store::Client& store, const std::string& prefix, int r
     return token;
 }
 
-std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
-                        const std::string& mine, const DdpSettings& s, std::chrono::milliseconds patience) {
+std::string prove_pairs(C10dBackend& group, store::Client& store, const std::string& prefix, const std::string& mine,
+                        const DdpSettings& s, std::chrono::milliseconds patience) {
     const auto world = static_cast<std::size_t>(s.world_size);
     std::vector<c10::intrusive_ptr<c10d::Work>> sends(world), receives(world);
     std::vector<at::Tensor> received(world);

@@ -10,7 +10,7 @@
 #include "ddp/ddp_settings.hpp"
 #include "store/client.hpp"
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include "compat/torch_compat.hpp"
 
 #include <string>
 
@@ -28,7 +28,7 @@ std::string publish_proof(store::Client& store, const std::string& prefix, int r
 /// when every pair brought its peer's token within `patience`, else what went wrong
 /// ("the connection Gloo accepted for rank 1 did not bring rank 1's proof: ..."). After a
 /// failure the group is unusable (Gloo closes its pairs when a wait times out).
-std::string prove_pairs(c10d::ProcessGroup& group, store::Client& store, const std::string& prefix,
-                        const std::string& mine, const DdpSettings& s, std::chrono::milliseconds patience);
+std::string prove_pairs(C10dBackend& group, store::Client& store, const std::string& prefix, const std::string& mine,
+                        const DdpSettings& s, std::chrono::milliseconds patience);
 
 MPIFY_END_DETAIL_NAMESPACE

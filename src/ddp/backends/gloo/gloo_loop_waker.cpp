@@ -1,4 +1,4 @@
-#include "ddp/gloo_loop_waker.hpp"
+#include "ddp/backends/gloo/gloo_loop_waker.hpp"
 
 #include "common/signal_free_thread.hpp"
 
@@ -21,9 +21,14 @@ constexpr std::chrono::microseconds nudge_interval{500};
 // (abandoned, or outliving its state) can never call a handler that is gone. The eventfd
 // is registered edge-triggered and never read: every write is one wake-up, and its
 // counter cannot fill in the life of a process (2^64 - 2 writes).
+//
+// Gloo's handler is called with the events (Debian's Gloo of 2022) or with the loop and the
+// events (the Gloo inside LibTorch 2.x): both are declared, without `override`, and the one
+// that matches the base class overrides its pure virtual function.
 class TurnOnly final : public gloo::transport::tcp::Handler {
 public:
-    void handleEvents(int) override {}
+    virtual void handleEvents(int) {}
+    virtual void handleEvents(gloo::transport::tcp::Loop&, int) {}
 };
 
 gloo::transport::tcp::Handler& turn_only() {

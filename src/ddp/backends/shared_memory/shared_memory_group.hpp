@@ -1,5 +1,5 @@
 #pragma once
-// mpify's own c10d process group for ranks on one machine: collectives through a shared
+// mpify's own c10d backend for the ranks on one machine: collectives through a shared
 // memory segment (shared_segment.hpp) instead of Gloo's TCP connections over loopback.
 //
 // Why: a Gloo group of two takes milliseconds to form (a listening port and a connection
@@ -19,9 +19,8 @@
 // Work whose future completes when it has ended (DDP starts a bucket's all-reduce and
 // goes on with backward). A rank that ends or gives up during a collective fails it on
 // every rank within ~20 ms, and every collective after it.
-#include "ddp/shared_segment.hpp"
-
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include "compat/torch_compat.hpp"
+#include "ddp/backends/shared_memory/shared_segment.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -35,11 +34,11 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
-class SharedMemoryGroup final : public c10d::ProcessGroup {
+class SharedMemoryGroup final : public C10dBackend {
 public:
     /// Makes the group that serves the calls this one does not (a Gloo group); called once,
     /// on the first such call, by the thread that made it.
-    using FormFallback = std::function<c10::intrusive_ptr<c10d::ProcessGroup>()>;
+    using FormFallback = std::function<c10::intrusive_ptr<C10dBackend>()>;
 
     /// A group of `segment.world()` ranks, this one `segment.rank()`; each collective may
     /// take `timeout`.
@@ -100,7 +99,7 @@ private:
     c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                            std::function<void(std::chrono::steady_clock::time_point)> collective);
     void run_collectives();
-    c10d::ProcessGroup& fallback();
+    C10dBackend& fallback();
 
     void run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std::uint64_t sequence,
                        std::chrono::steady_clock::time_point deadline);
@@ -123,7 +122,7 @@ private:
 
     FormFallback form_fallback_;  ///< outlives the fallback group: it may own what that one needs
     mutable std::mutex fallback_mutex_;
-    c10::intrusive_ptr<c10d::ProcessGroup> fallback_;  // guarded by fallback_mutex_
+    c10::intrusive_ptr<C10dBackend> fallback_;  // guarded by fallback_mutex_
 
     std::mutex queue_mutex_;
     std::condition_variable queue_changed_;

@@ -1,4 +1,4 @@
-#include "ddp/shared_memory_group.hpp"
+#include "ddp/backends/shared_memory/shared_memory_group.hpp"
 
 #include "common/signal_free_thread.hpp"
 #include "ddp/future_end.hpp"
@@ -118,7 +118,7 @@ struct Contiguous {
 
 SharedMemoryGroup::SharedMemoryGroup(SharedSegment segment, std::chrono::milliseconds timeout,
                                      FormFallback form_fallback)
-    : ProcessGroup(segment.rank(), segment.world()), segment_(std::move(segment)), timeout_(timeout),
+    : C10dBackend(segment.rank(), segment.world()), segment_(std::move(segment)), timeout_(timeout),
       form_fallback_(std::move(form_fallback)) {
     thread_ = start_signal_free_thread([this] { run_collectives(); });
 }
@@ -324,7 +324,7 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::barrier(const c10d::BarrierOpt
     });
 }
 
-c10d::ProcessGroup& SharedMemoryGroup::fallback() {
+C10dBackend& SharedMemoryGroup::fallback() {
     std::lock_guard lock(fallback_mutex_);
     if (!fallback_) fallback_ = form_fallback_();
     return *fallback_;

@@ -1,4 +1,4 @@
-#include "ddp/gloo_release.hpp"
+#include "ddp/backends/gloo/gloo_release.hpp"
 
 #include "common/unique_fd.hpp"
 

@@ -1,4 +1,4 @@
-#include "ddp/shared_segment.hpp"
+#include "ddp/backends/shared_memory/shared_segment.hpp"
 
 #include "common/posix.hpp"
 

@@ -1,0 +1,2 @@
+#pragma once
+// See ../../README.md: ProcessGroupGloo.hpp includes this header and uses nothing of it.

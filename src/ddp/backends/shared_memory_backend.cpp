@@ -1,0 +1,121 @@
+// mpify's shared-memory backend, for the ranks of one in_ddp call on one machine: formed in
+// one round through the store, its collectives copied through memory the ranks share
+// (shared_memory/shared_memory_group.hpp). The calls it does not serve go to a Gloo group
+// it forms when the first one is made.
+#include "ddp/backends/collective_backend.hpp"
+#include "ddp/backends/gloo/gloo_group.hpp"
+#include "ddp/backends/shared_memory/shared_memory_group.hpp"
+#include "ddp/rendezvous.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <unistd.h>
+
+MPIFY_BEGIN_DETAIL_NAMESPACE
+namespace {
+
+// The ranks of one in_ddp call on one machine: they meet at a UNIX socket.
+bool ranks_of_one_machine(const DdpSettings& s) { return s.store.rfind("unix:", 0) == 0; }
+
+// Slots of the shared-memory group: a collective's tensor goes through in pieces of this size.
+constexpr std::size_t slot_bytes = 4u << 20;
+
+// What a rank reports once it has tried to open the group's shared memory: "pid N", or
+// "! why not".
+std::string opened_report(const std::string& trouble) {
+    return trouble.empty() ? "pid " + std::to_string(::getpid()) : "! " + trouble;
+}
+
+// The group's segment, by rank 0 made and said where it is, by the others opened; empty
+// with `trouble` set when this rank could not.
+std::optional<SharedSegment> make_or_open_segment(store::Client& store, const DdpSettings& s, std::string& trouble) {
+    const std::string where_key = "mpify/shm/segment";
+    try {
+        if (s.rank == 0) {
+            SharedSegment segment = SharedSegment::create(s.world_size, slot_bytes);
+            store.set(where_key, store::as_bytes(segment.locator()));
+            return segment;
+        }
+        return SharedSegment::open(store::as_string(store.get(where_key)), s.world_size, s.rank);
+    } catch (const std::exception& e) {
+        trouble = first_line_of(e);
+        if (s.rank == 0) store.set(where_key, store::as_bytes("none"));  // the others must not wait for it
+    }
+    return std::nullopt;
+}
+
+// The shared-memory group as the guard holds it: an abandoned one ends its waits at once
+// (the peers' too: this rank has left) and is closed as usual; only a Gloo group it formed
+// for other calls is let go.
+class FormedSharedMemoryGroup final : public FormedGroup {
+public:
+    FormedSharedMemoryGroup(c10::intrusive_ptr<SharedMemoryGroup> shared, const c10::intrusive_ptr<c10d::Store>& store)
+        : FormedGroup(as_process_group(shared, store, "mpify-shared-memory")), shared_(std::move(shared)) {}
+
+    ~FormedSharedMemoryGroup() override {
+        group_.reset();
+        shared_.reset();
+    }
+
+    void abandon() noexcept override { shared_->abandon(); }
+
+private:
+    c10::intrusive_ptr<SharedMemoryGroup> shared_;
+};
+
+class SharedMemoryBackend final : public CollectiveBackend {
+public:
+    Backend kind() const override { return Backend::shared_memory; }
+    const char* name() const override { return "Backend::shared_memory"; }
+
+    std::string unavailable_because(const DdpSettings& s) const override {
+        if (ranks_of_one_machine(s)) return "";
+        return "Backend::shared_memory serves the ranks of one in_ddp call on one machine (with no port given); this "
+               "group is not one";
+    }
+    bool chosen_automatically(const DdpSettings&) const override { return true; }
+
+    // Every rank reports (with its pid) in one round of the store, the round where the
+    // group's ranks join. Null when some rank could not open the segment: every rank sees
+    // the same reports, so all of them go on to the next backend (Gloo).
+    std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
+        const DdpSettings& s = c.settings;
+        std::string trouble;
+        std::optional<SharedSegment> segment = make_or_open_segment(*c.store, s, trouble);
+        const std::vector<std::string> reports =
+            gather_reports(*c.store, s, "shm/opened", opened_report(trouble), "did not join the group");
+        c.log.reached("every rank joined and opened the shared memory");
+        std::vector<pid_t> pids;
+        std::string failures;
+        for (std::size_t rank = 0; rank < reports.size(); ++rank) {
+            if (reports[rank].rfind("pid ", 0) == 0)
+                pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
+            else failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
+        }
+        if (!failures.empty()) {
+            if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");
+            return nullptr;
+        }
+        segment->close_descriptor();  // every rank has its own mapping now
+        segment->watch_peers(pids);
+        // Calls the shared memory does not serve go to a Gloo group, formed at the first one.
+        auto waker = std::make_shared<std::unique_ptr<GlooLoopWaker>>();
+        auto form_fallback = [store = c.store, s, waker] {
+            GlooGroup gloo = form_gloo_group(store, s, FormingLog(s.rank), "fallback-gloo");
+            *waker = std::move(gloo.waker);
+            return gloo.backend;
+        };
+        auto shared = c10::make_intrusive<SharedMemoryGroup>(std::move(*segment), s.timeout, form_fallback);
+        return std::make_unique<FormedSharedMemoryGroup>(std::move(shared), c.store);
+    }
+};
+
+}  // namespace
+
+const CollectiveBackend& shared_memory_backend() {
+    static const SharedMemoryBackend backend;
+    return backend;
+}
+
+MPIFY_END_DETAIL_NAMESPACE
