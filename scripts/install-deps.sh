@@ -12,7 +12,7 @@ packages=(
   dataset-fashion-mnist                # examples
   # The Jupyter kernel (kernel/): the protocol (xeus), clang's interpreter, and the
   # Jupyter parts that run and test it (with /usr/bin/python3)
-  python3
+  python3 python3-venv                # python3-venv: the LibTorch 2.x wheels (scripts/libtorch-wheel.sh)
   xeus-dev nlohmann-json3-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev
   jupyter-notebook python3-jupyter-client python3-nbclient python3-ipykernel
   chromium chromium-driver python3-selenium   # the notebook test in a real browser
