@@ -16,6 +16,7 @@
 #include <mpify/torch.hpp>
 
 #include <ATen/autocast_mode.h>
+#include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -112,7 +113,6 @@ double run_steps(int steps, bool bucketed, const std::string& hook, bool bf16) {
     if (hook == "bf16") options.communication_hook = mpify::bf16_compress_hook();
     if (hook == "fp16") options.communication_hook = mpify::fp16_compress_hook();
     mpify::DistributedDataParallel ddp_model(model, options);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     auto start = Clock::now();
     for (int step = 0; step < warmup + steps; ++step) {
@@ -124,9 +124,9 @@ double run_steps(int steps, bool bucketed, const std::string& hook, bool bf16) {
         const at::Tensor x = data.images.index_select(0, rows), y = data.labels.index_select(0, rows);
         optimizer.zero_grad();
         if (bucketed) {
-            at::autocast::set_cpu_enabled(bf16);
+            mpify::detail::set_cpu_autocast(bf16, at::kBFloat16);
             at::Tensor loss = torch::cross_entropy_loss(ddp_model(x), y);
-            at::autocast::set_cpu_enabled(false);
+            mpify::detail::set_cpu_autocast(false, at::kBFloat16);
             at::autocast::clear_cache();
             loss.backward();
         } else {

@@ -1,25 +1,7 @@
-# Every dependency comes from a Debian package (scripts/install-deps.sh installs them).
-# LibTorch's TorchConfig.cmake looks for its libraries in the system's folders before its
-# own: with a PyPI wheel's LibTorch (CMAKE_PREFIX_PATH = torch.utils.cmake_prefix_path, i.e.
-# <torch>/share/cmake) on a machine that also has Debian's, it would take Debian's
-# libtorch.so. Its own lib folder goes first (CMAKE_LIBRARY_PATH is searched before them).
-foreach(prefix IN LISTS Torch_DIR CMAKE_PREFIX_PATH)
-  foreach(up IN ITEMS "../.." "../../..")
-    get_filename_component(candidate "${prefix}/${up}/lib" ABSOLUTE)
-    if(EXISTS "${candidate}/libtorch.so" AND NOT candidate IN_LIST CMAKE_LIBRARY_PATH)
-      list(PREPEND CMAKE_LIBRARY_PATH "${candidate}")
-    endif()
-  endforeach()
-endforeach()
-find_package(Torch REQUIRED)   # imported targets torch, torch_library, c10
-get_filename_component(mpify_torch_library_dir "${TORCH_LIBRARY}" DIRECTORY)
-get_filename_component(mpify_torch_own_dir "${TORCH_INSTALL_PREFIX}/lib" ABSOLUTE)
-if(NOT mpify_torch_library_dir STREQUAL mpify_torch_own_dir
-   AND NOT TORCH_INSTALL_PREFIX MATCHES "^/usr/?$")
-  message(FATAL_ERROR "mpify: the LibTorch at ${TORCH_INSTALL_PREFIX} found its library as ${TORCH_LIBRARY}, "
-                      "another LibTorch's. Give CMAKE_PREFIX_PATH as LibTorch's own folder (the one holding "
-                      "lib/ and include/), or delete the cache entries TORCH_LIBRARY and c10_LIBRARY.")
-endif()
+# Every dependency comes from a Debian package (scripts/install-deps.sh installs them), but
+# LibTorch, which may be Debian's 1.13 or a 2.x of the user's (docs/libtorch.md).
+include(MpifyFindTorch)
+mpify_find_torch(REQUIRED)   # imported targets torch, torch_library, c10
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
@@ -35,10 +17,19 @@ if(MPIFY_TORCH_VERSION VERSION_LESS 1.13 OR (MPIFY_TORCH_VERSION VERSION_GREATER
                       "${Torch_VERSION}. Point CMAKE_PREFIX_PATH (or Torch_DIR) at another LibTorch.")
 endif()
 string(REGEX MATCH "^[0-9]+" MPIFY_TORCH_MAJOR "${MPIFY_TORCH_VERSION}")
+# The folder holding LibTorch's headers (<torch/...>, and for 2.x its own copies of fmt and
+# perhaps of Gloo's headers).
+list(GET TORCH_INCLUDE_DIRS 0 MPIFY_TORCH_INCLUDE_DIR)
 # The C++ standard mpify's code, load_source's libraries and mpify-kernel's cells are
 # compiled as: C++17, or what LibTorch demands when that is more (its headers refuse C++17
 # from about 2.13 on), or what the project that builds mpify chose when that is more.
-get_target_property(mpify_torch_standard torch CXX_STANDARD)
+# LibTorch says so in ATen.h, which refuses an older __cplusplus with #error.
+file(STRINGS "${MPIFY_TORCH_INCLUDE_DIR}/ATen/ATen.h" mpify_torch_standard REGEX "__cplusplus < 20[0-9][0-9]")
+if(mpify_torch_standard MATCHES "__cplusplus < 20([0-9][0-9])")
+  set(mpify_torch_standard ${CMAKE_MATCH_1})
+else()
+  get_target_property(mpify_torch_standard torch CXX_STANDARD)
+endif()
 set(MPIFY_CXX_STANDARD 17)
 foreach(standard IN ITEMS "${mpify_torch_standard}" "${CMAKE_CXX_STANDARD}")
   if(standard MATCHES "^[0-9]+$" AND standard GREATER MPIFY_CXX_STANDARD)
@@ -48,13 +39,10 @@ endforeach()
 if(PROJECT_IS_TOP_LEVEL)
   set(CMAKE_CXX_STANDARD ${MPIFY_CXX_STANDARD})
 endif()
-# The folder holding LibTorch's headers (<torch/...>, and for 2.x its own copies of fmt and
-# perhaps of Gloo's headers).
-list(GET TORCH_INCLUDE_DIRS 0 MPIFY_TORCH_INCLUDE_DIR)
 
 if(MPIFY_TORCH_MAJOR EQUAL 1)
   # Debian's LibTorch 1.13 is linked against Debian's Gloo: the group's loop waker calls its
-  # TCP device (src/ddp/gloo_loop_waker.cpp), from its own library and headers.
+  # TCP device (src/ddp/backends/gloo/gloo_loop_waker.cpp), from its own library and headers.
   find_library(MPIFY_GLOO_LIBRARY gloo REQUIRED)
   set(MPIFY_GLOO_INCLUDE_DIR "")
 else()
@@ -67,6 +55,16 @@ else()
   else()
     set(MPIFY_GLOO_INCLUDE_DIR "${PROJECT_SOURCE_DIR}/src/ddp/backends/gloo_declarations")
   endif()
+endif()
+
+# The LibTorch of PyPI's wheels links parts of a newer libstdc++ into libtorch.so and exports
+# them: its std::filesystem functions among others, of which remove_all calls a function the
+# system's libstdc++ lacks (a null pointer: a crash). A program that needs libtorch.so before
+# libstdc++.so gets libtorch.so's copies, its own calls and every library's. What links
+# mpify::torch names libstdc++ first (MPIFY_LIBSTDCXX_FIRST, an interface link option).
+set(MPIFY_LIBSTDCXX_FIRST "")
+if(MPIFY_TORCH_MAJOR GREATER_EQUAL 2)
+  set(MPIFY_LIBSTDCXX_FIRST "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 endif()
 
 # LibTorch 2.x ships its own fmt headers beside its others, so a file that includes both

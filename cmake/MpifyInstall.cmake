@@ -26,4 +26,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mpifyConfigVersion.
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/mpifyConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/MpifyFindTorch.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpify)

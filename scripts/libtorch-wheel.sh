@@ -48,6 +48,6 @@ if ! "$venv/bin/pip" install --quiet --disable-pip-version-check "torch==$versio
   rm -rf "$venv"
   exit 1
 fi
-prefix_of || { say "the torch==$version wheel has no usable LibTorch; nothing was kept"; rm -rf "$venv"; exit 1; }
+prefix_of >/dev/null || { say "the torch==$version wheel has no usable LibTorch; nothing was kept"; rm -rf "$venv"; exit 1; }
 touch "$complete"
 prefix_of

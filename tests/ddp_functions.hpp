@@ -8,6 +8,10 @@
 #include <mpify/tensor.hpp>
 
 #include <ATen/core/Tensor.h>
+// c10's logging defines a CHECK macro (LibTorch 2.x's own, or glog's), which Catch2's must
+// replace: the test files that include this header are compiled in groups, and each
+// includes it before Catch2, so it comes before Catch2 in every group.
+#include <c10/util/Logging.h>
 
 #include <cstdint>
 #include <string>

@@ -187,11 +187,14 @@ TEST_CASE("a rank, group size or port too large for its type is a usage error na
 
 TEST_CASE("a one-machine group's rendezvous listens on no TCP port unless a port is asked for", "[ddp][security]") {
     // Rank 0 is the caller, which hosts the rendezvous: what it listens on while the
-    // group is up. With a port asked for, the store is there, on 127.0.0.1 only ...
+    // group is up. With a port asked for, the store is there, on 127.0.0.1 only (and so is
+    // the Gloo group's own port, which the Gloo of LibTorch 2.x keeps open while the group
+    // lives) ...
     mpify::DdpOptions with_port;
     with_port.port = mpify_test::free_loopback_port();
     const std::vector<std::string> asked = mpify::in_ddp(with_port, 2, ddp_test::listening_addresses);
-    CHECK(asked == std::vector<std::string>{"0100007F"});  // 127.0.0.1, as /proc/net/tcp writes it
+    CHECK(!asked.empty());
+    for (const std::string& address : asked) CHECK(address == "0100007F");  // 127.0.0.1, as /proc/net/tcp writes it
     // ... and by default it is a UNIX socket, and the group's collectives go through
     // shared memory: no TCP listener at all.
     CHECK(mpify::in_ddp(2, ddp_test::listening_addresses).empty());

@@ -5,13 +5,15 @@
 # The consumer links mpify::core and only its targets are built: how a host adds mpify
 # does not depend on LibTorch, and compiling mpify's LibTorch half a second time took
 # over three minutes of CI (the installed-package test links the whole of mpify).
+#   $1 (optional) the folder of the TorchConfig.cmake this build used: the host finds that LibTorch.
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
+torch_dir=${1:-}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 cmake -S "$source_dir/tests/consumer" -B "$scratch/build" -DMPIFY_SOURCE_DIR="$source_dir" \
-      -DMPIFY_CONSUMER_LINKS=mpify::core >/dev/null
+      -DMPIFY_CONSUMER_LINKS=mpify::core ${torch_dir:+-DTorch_DIR="$torch_dir"} >/dev/null
 cache=$scratch/build/CMakeCache.txt
 grep -q '^MPIFY_BUILD_TESTS:BOOL=OFF' "$cache" || { echo "tests are on in a host project"; exit 1; }
 grep -q '^MPIFY_BUILD_EXAMPLES:BOOL=OFF' "$cache" || { echo "examples are on in a host project"; exit 1; }

@@ -107,6 +107,17 @@ std::vector<std::string> include_dirs(const fs::path& libmpify) {
     return dirs;
 }
 
+// Whether the dynamic loader looks in `folder` by itself: /lib, /usr/lib, their 64-bit and
+// multiarch folders (/usr/lib/x86_64-linux-gnu).
+bool is_system_library_folder(const std::string& folder) {
+    const fs::path path = fs::path(folder).lexically_normal();
+    for (const char* system : {"/lib", "/usr/lib", "/lib64", "/usr/lib64"}) {
+        if (path == system) return true;
+        if (path.parent_path() == system && path.filename().string().find("-linux-") != std::string::npos) return true;
+    }
+    return false;
+}
+
 std::vector<std::string> compile_command(const fs::path& source, const fs::path& output, const fs::path& libmpify,
                                          const SourceOptions& options) {
     const detail::BuildFlags& flags = detail::build_flags();
@@ -128,6 +139,18 @@ std::vector<std::string> compile_command(const fs::path& source, const fs::path&
     if (fs::exists(torch_part)) cmd.push_back(torch_part.string());
     for (const std::string& file : flags.link_files)
         if (!file.empty()) cmd.push_back(file);
+    // Each dependency from where mpify found it, when that is not one of the system's own
+    // folders: a LibTorch outside them (a wheel's) would otherwise be looked for there,
+    // and the loader would take another LibTorch's library of the same name (Debian's
+    // libc10.so) beside this one's.
+    std::vector<std::string> folders;
+    for (const std::string& file : flags.link_files) {
+        const std::string folder = fs::path(file).parent_path().string();
+        if (file.empty() || is_system_library_folder(folder)) continue;
+        if (std::find(folders.begin(), folders.end(), folder) != folders.end()) continue;
+        folders.push_back(folder);
+        cmd.push_back("-Wl,-rpath," + folder);
+    }
     cmd.push_back("-Wl,--no-as-needed");  // the user's own libraries, as given
     cmd.insert(cmd.end(), options.libraries.begin(), options.libraries.end());
     return cmd;
