@@ -61,10 +61,19 @@ endif()
 # them: its std::filesystem functions among others, of which remove_all calls a function the
 # system's libstdc++ lacks (a null pointer: a crash). A program that needs libtorch.so before
 # libstdc++.so gets libtorch.so's copies, its own calls and every library's. What links
-# mpify::torch names libstdc++ first (MPIFY_LIBSTDCXX_FIRST, an interface link option).
-set(MPIFY_LIBSTDCXX_FIRST "")
+# mpify::torch names libstdc++ first (in MPIFY_TORCH_LINK_OPTIONS, its interface link options).
+set(MPIFY_TORCH_LINK_OPTIONS "")
 if(MPIFY_TORCH_MAJOR GREATER_EQUAL 2)
-  set(MPIFY_LIBSTDCXX_FIRST "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+  list(APPEND MPIFY_TORCH_LINK_OPTIONS "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+endif()
+# A wheel's CUDA LibTorch finds its NVIDIA libraries (NCCL, cuDNN, ...) in the nvidia/ wheels
+# beside it, by its run path. The linker, checking what libtorch_cuda.so needs, looks in the
+# folders of the link's own run path first, where the CUDA toolkit's (older) NCCL may be:
+# the wheel's folders go first for that check (-rpath-link; nothing changes at run time).
+file(GLOB mpify_nvidia_library_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+if(mpify_nvidia_library_dirs)
+  list(JOIN mpify_nvidia_library_dirs ":" mpify_nvidia_library_dirs)
+  list(APPEND MPIFY_TORCH_LINK_OPTIONS "LINKER:-rpath-link,${mpify_nvidia_library_dirs}")
 endif()
 
 # LibTorch 2.x ships its own fmt headers beside its others, so a file that includes both
