@@ -4,7 +4,7 @@
 // reads the same for both. Each difference is named for what it is, not for a version.
 //
 // Private: the public headers never include it (a program built against one generation
-// is refused by a libmpify of the other: see include/mpify/abi.hpp).
+// is refused by a libmpify_torch of the other: see <mpify/detail/libtorch_generation.hpp>).
 #include <torch/version.h>
 
 #include <ATen/autocast_mode.h>
@@ -13,8 +13,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include <cstddef>
-#include <cstring>
+#include <string>
 
 #include <mpify/abi.hpp>
 

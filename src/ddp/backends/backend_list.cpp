@@ -2,6 +2,8 @@
 // defines a CollectiveBackend and a function returning it, declared and listed here.
 #include "ddp/backends/collective_backend.hpp"
 
+#include "ddp/rendezvous.hpp"
+
 #include <mpify/error.hpp>
 
 #include <fmt/format.h>
@@ -16,6 +18,12 @@ FormedGroup::~FormedGroup() { group_.reset(); }
 
 void FormedGroup::abandon() noexcept { (void)group_.release(); }
 
+void wait_until_joined(const FormingContext& context) {
+    if (context.ranks_joined) return;
+    wait_for_all(*context.store, context.settings, "joined", "did not join the group");
+    context.log.reached("every rank joined");
+}
+
 const std::vector<const CollectiveBackend*>& collective_backends() {
     // The automatic choice's order: GPUs when every rank has one, memory shared by the
     // ranks of one machine, then TCP.
@@ -27,7 +35,7 @@ const std::vector<const CollectiveBackend*>& collective_backends() {
 const CollectiveBackend& choose_backend(const DdpSettings& s) {
     if (s.backend == Backend::automatic) {
         for (const CollectiveBackend* backend : collective_backends())
-            if (backend->chosen_automatically(s) && backend->unavailable_because(s).empty()) return *backend;
+            if (backend->unavailable_because(s).empty()) return *backend;
         throw UsageError("mpify::DdpGuard: no collective backend of this build can serve this group");
     }
     const CollectiveBackend* chosen = nullptr;

@@ -55,13 +55,9 @@ public:
 
     /// The value of mpify::Backend that asks for this one.
     virtual Backend kind() const = 0;
-    /// Its name in messages ("Gloo").
-    virtual const char* name() const = 0;
     /// "" when it can serve a group of these settings (in this build, on this machine),
     /// else why not, as a sentence without its full stop ("the NCCL backend needs ...").
     virtual std::string unavailable_because(const DdpSettings& settings) const = 0;
-    /// Whether the automatic choice takes it for these settings when it is available.
-    virtual bool chosen_automatically(const DdpSettings& settings) const = 0;
     /// Called on every rank before the group forms, when this backend was chosen: binds
     /// the process to its device, for one.
     virtual void prepare(const DdpSettings& settings) const { (void)settings; }
@@ -70,6 +66,10 @@ public:
     /// list that is available). Throws Error (a rank missing, connections failing).
     virtual std::unique_ptr<FormedGroup> form(const FormingContext& context) const = 0;
 };
+
+/// Waits until every rank of the group has joined it at the store, unless an earlier
+/// backend's round saw them (context.ranks_joined): where a backend's forming begins.
+void wait_until_joined(const FormingContext& context);
 
 /// Every backend, in the order the automatic choice tries them.
 const std::vector<const CollectiveBackend*>& collective_backends();

@@ -89,15 +89,10 @@ private:
 class GlooBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::gloo; }
-    const char* name() const override { return "Backend::gloo"; }
     std::string unavailable_because(const DdpSettings&) const override { return ""; }
-    bool chosen_automatically(const DdpSettings&) const override { return true; }
 
     std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
-        if (!c.ranks_joined) {
-            wait_for_all(*c.store, c.settings, "joined", "did not join the group");
-            c.log.reached("every rank joined");
-        }
+        wait_until_joined(c);
         return std::make_unique<FormedGlooGroup>(form_gloo_group(c.store, c.settings, c.log, "gloo"), c.store);
     }
 };

@@ -19,7 +19,6 @@ namespace {
 class NcclBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::nccl; }
-    const char* name() const override { return "Backend::nccl"; }
 
     std::string unavailable_because(const DdpSettings&) const override {
 #ifdef USE_C10D_NCCL
@@ -29,7 +28,6 @@ public:
         return "the NCCL backend needs a LibTorch built with CUDA and NCCL; this one is not";
 #endif
     }
-    bool chosen_automatically(const DdpSettings&) const override { return true; }
 
     void prepare(const DdpSettings& s) const override {
 #ifdef USE_C10D_NCCL
@@ -42,10 +40,7 @@ public:
 
     std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
         const DdpSettings& s = c.settings;
-        if (!c.ranks_joined) {
-            wait_for_all(*c.store, s, "joined", "did not join the group");
-            c.log.reached("every rank joined");
-        }
+        wait_until_joined(c);
 #ifdef USE_C10D_NCCL
         auto options = c10d::ProcessGroupNCCL::Options::create();
         options->timeout = s.timeout;

@@ -53,11 +53,6 @@ public:
     FormedSharedMemoryGroup(c10::intrusive_ptr<SharedMemoryGroup> shared, const c10::intrusive_ptr<c10d::Store>& store)
         : FormedGroup(as_process_group(shared, store, "mpify-shared-memory")), shared_(std::move(shared)) {}
 
-    ~FormedSharedMemoryGroup() override {
-        group_.reset();
-        shared_.reset();
-    }
-
     void abandon() noexcept override { shared_->abandon(); }
 
 private:
@@ -67,14 +62,12 @@ private:
 class SharedMemoryBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::shared_memory; }
-    const char* name() const override { return "Backend::shared_memory"; }
 
     std::string unavailable_because(const DdpSettings& s) const override {
         if (ranks_of_one_machine(s)) return "";
         return "Backend::shared_memory serves the ranks of one in_ddp call on one machine (with no port given); this "
                "group is not one";
     }
-    bool chosen_automatically(const DdpSettings&) const override { return true; }
 
     // Every rank reports (with its pid) in one round of the store, the round where the
     // group's ranks join. Null when some rank could not open the segment: every rank sees
