@@ -30,6 +30,15 @@
 #define MPIFY_C10D_HAS_BACKENDS 0
 #endif
 
+// Gloo's TCP loop, when its device ends, stops at its next turn (the Gloo Debian's 1.13
+// links) or at its first turn that brings no event (the Gloo inside LibTorch 2.x, which
+// handles what is still pending first): a loop kept turning by events never stops there.
+#if MPIFY_TORCH_AT_LEAST(2, 0)
+#define MPIFY_GLOO_LOOP_STOPS_WHEN_QUIET 1
+#else
+#define MPIFY_GLOO_LOOP_STOPS_WHEN_QUIET 0
+#endif
+
 // c10::Allocator::allocate lost its const in 2.3 (and copy_data became pure virtual in
 // 2.2): an allocator declares allocate with MPIFY_ALLOCATE_CONST.
 #if MPIFY_TORCH_AT_LEAST(2, 3)

@@ -95,3 +95,20 @@ TEST_CASE("a waker without a TCP device nudges nothing", "[gloo_loop_waker]") {
     const GlooLoopWaker::Nudging nudging = waker.nudge();
     CHECK(thread_count() == threads_before);
 }
+
+TEST_CASE("a waker that holds a device's last reference ends the device and its loop's thread", "[gloo_loop_waker]") {
+    // The Gloo inside LibTorch 2.x ends its loop only at a turn without an event: a waker
+    // that nudged the device's end would wait for it forever (ctest's timeout is the
+    // failure then).
+    const int threads_before = thread_count();
+    std::weak_ptr<gloo::transport::Device> watched;
+    {
+        auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+        watched = device;
+        const GlooLoopWaker waker(std::move(device));
+        CHECK_FALSE(watched.expired());  // held by the waker alone
+        CHECK(thread_count() == threads_before + 1);  // the device's loop
+    }
+    CHECK(watched.expired());
+    CHECK(thread_count() == threads_before);
+}

@@ -72,8 +72,11 @@ public:
         : FormedGroup(as_process_group(gloo.backend, store, "gloo")), waker_(std::move(gloo.waker)), store_(store) {}
 
     ~FormedGlooGroup() override {
-        const GlooLoopWaker::Nudging nudging = waker_->nudge();
-        group_.reset();  // joins Gloo's threads before the store they talk through goes
+        {
+            const GlooLoopWaker::Nudging nudging = waker_->nudge();
+            group_.reset();  // joins Gloo's threads before the store they talk through goes
+        }
+        waker_.reset();  // ends the device's loop (the waker holds the device)
     }
 
     void abandon() noexcept override {
@@ -82,7 +85,7 @@ public:
     }
 
 private:
-    std::unique_ptr<GlooLoopWaker> waker_;  // destroyed after the group, which the destructor's body resets
+    std::unique_ptr<GlooLoopWaker> waker_;  // reset after the group, by the destructor
     c10::intrusive_ptr<store::Client> store_;
 };
 

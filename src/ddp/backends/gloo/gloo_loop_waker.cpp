@@ -1,6 +1,7 @@
 #include "ddp/backends/gloo/gloo_loop_waker.hpp"
 
 #include "common/signal_free_thread.hpp"
+#include "compat/torch_compat.hpp"
 
 #include <gloo/transport/tcp/device.h>
 #include <sys/epoll.h>
@@ -44,14 +45,19 @@ struct GlooLoopWaker::Nudging::Shared {
     bool stop = false;  // guarded by mutex
 };
 
-GlooLoopWaker::GlooLoopWaker(const std::shared_ptr<gloo::transport::Device>& device) {
-    auto tcp = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(device);
-    if (!tcp) return;
+GlooLoopWaker::GlooLoopWaker(std::shared_ptr<gloo::transport::Device> device) : device_(std::move(device)) {
+    auto* tcp = dynamic_cast<gloo::transport::tcp::Device*>(device_.get());
+    if (tcp == nullptr) return;
     wake_ = std::make_unique<EventFd>("turning Gloo's connection loop");
     tcp->registerDescriptor(wake_->fd(), EPOLLIN | EPOLLET, &turn_only());
 }
 
-GlooLoopWaker::~GlooLoopWaker() = default;
+GlooLoopWaker::~GlooLoopWaker() {
+    // A loop that stops only at a quiet turn would never stop while nudged: it waits out
+    // its own period instead.
+    const Nudging nudging = MPIFY_GLOO_LOOP_STOPS_WHEN_QUIET ? Nudging{} : nudge();
+    device_.reset();
+}
 
 GlooLoopWaker::Nudging GlooLoopWaker::nudge() const {
     Nudging nudging;

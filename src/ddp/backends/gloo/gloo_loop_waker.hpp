@@ -8,7 +8,8 @@
 // it, most of what in_ddp cost over ranch (benchmarks/README.md, "Where in_ddp's time
 // goes"). A GlooLoopWaker gives the loop a descriptor of its own to wake on, and while a
 // Nudging scope lives a thread turns the loop every half millisecond, only across those
-// steps, never while the group trains.
+// steps, never while the group trains. The waker holds the device, so that the last step
+// (the device's end, which the Gloo inside LibTorch 2.x must not see nudged) is its own.
 #include "common/event_fd.hpp"
 
 #include <memory>
@@ -25,10 +26,14 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 class GlooLoopWaker {
 public:
     /// Registers an eventfd with `device`'s loop when it is Gloo's TCP device (the only
-    /// transport this LibTorch has on the CPU); with any other device, nudging does nothing.
-    explicit GlooLoopWaker(const std::shared_ptr<gloo::transport::Device>& device);
-    /// Closing the eventfd takes it out of the loop's epoll set, whether the loop still
-    /// runs (an abandoned group) or is gone.
+    /// transport this LibTorch has on the CPU), and holds the device; with any other
+    /// device, nudging does nothing.
+    explicit GlooLoopWaker(std::shared_ptr<gloo::transport::Device> device);
+    /// Lets go of the device, nudging its loop to its end when this was the device's last
+    /// holder and the loop stops at its next turn (MPIFY_GLOO_LOOP_STOPS_WHEN_QUIET: not
+    /// nudged, the loop stops at its first quiet turn). Closing the eventfd then takes it
+    /// out of the loop's epoll set, whether the loop still runs (an abandoned group still
+    /// holds the device) or is gone.
     ~GlooLoopWaker();
     GlooLoopWaker(const GlooLoopWaker&) = delete;
     GlooLoopWaker& operator=(const GlooLoopWaker&) = delete;
@@ -56,6 +61,7 @@ public:
 
 private:
     std::unique_ptr<EventFd> wake_;  ///< null: not a TCP device
+    std::shared_ptr<gloo::transport::Device> device_;
 };
 
 MPIFY_END_DETAIL_NAMESPACE
