@@ -58,7 +58,8 @@ struct MPIFY_API RankStack {
     /// thread, or, for the caller's own rank, the thread that called ranch.
     std::vector<ThreadStack> threads;
     /// Why the stack could not be read (permission, the deadline, mpify-stacks not
-    /// installed, ...); empty when `threads` holds it.
+    /// installed, ...); empty when `threads` holds it all. With `threads`: what of them is
+    /// missing (unwinding stopped at the deadline: later threads have no frames).
     std::string unavailable;
     /// Its group's last collective calls, oldest first; empty when it had no group open
     /// (or its stack was not read).

@@ -79,6 +79,7 @@ std::string RankStack::describe() const {
             text += fmt::format("\n  #{} {} ({})", i, frame_text(thread.frames[i], true),
                                 file_name(thread.frames[i].module));
     }
+    if (!unavailable.empty()) text += "\n(" + unavailable + ")";
     return text;
 }
 
@@ -93,7 +94,7 @@ std::string RankStack::summary() const {
     // code shown here): the innermost frames, whatever they are.
     if (shown.empty())
         for (std::size_t i = 0; i < std::min(frames.size(), summary_frames); ++i) shown.push_back(&frames[i]);
-    if (shown.empty()) return "(no frame could be read)";
+    if (shown.empty()) return unavailable.empty() ? "(no frame could be read)" : unavailable;
     std::string text;
     for (const StackFrame* frame : shown) text += (text.empty() ? "" : " <- ") + frame_text(*frame, false);
     return text;

@@ -88,6 +88,7 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
         return stack;
     }
     DumpedProcess& process = dumped.front();
+    if (!process.threads.empty()) stack.unavailable = process.error;  // e.g. not read in full
     if (process.threads.empty()) {
         // An agent's answer says "not read: ..." itself.
         stack.unavailable = process.error.rfind("not read", 0) == 0
@@ -132,7 +133,9 @@ void read_local_targets(const std::vector<StackTarget>& targets, std::chrono::mi
         }
         LaunchSpec spec;
         spec.executable = *program;
-        spec.argv = {"mpify-stacks", std::to_string(targets[i].pid)};
+        // Unwinding stops at three quarters of the limit: the record and what was unwound
+        // by then still come within it (starting the reader and its answer take the rest).
+        spec.argv = {"mpify-stacks", "--within", std::to_string(limit.count() * 3 / 4), std::to_string(targets[i].pid)};
         // No environment: reading the caller's while another thread sets a variable (the
         // caller's rank restoring its own) would race, and the reader needs none (nor
         // DEBUGINFOD_URLS: it looks for debug information on this machine only).

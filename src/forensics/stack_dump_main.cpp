@@ -1,5 +1,8 @@
-// mpify-stacks PID...: where every thread of each process is, for mpify's reports of a
-// hang or a failure (forensics/stack_report.hpp reads what it prints).
+// mpify-stacks [--within MILLISECONDS] PID...: where every thread of each process is, for
+// mpify's reports of a hang or a failure (forensics/stack_report.hpp reads what it prints).
+// With --within, what is not unwound by then is left out, so that the answer (the group's
+// record first of all, read before any stack) comes within the caller's limit: reading
+// the line tables of large libraries on a loaded machine can take seconds.
 //
 // A program of its own rather than code in the caller: ptrace stops every thread it
 // looks at, so a helper that is killed at its deadline must not be the process whose
@@ -19,13 +22,16 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +41,11 @@ using namespace mpify::detail;
 namespace {
 
 constexpr int max_frames = 64;
+
+// --within: when unwinding stops, whatever is left.
+std::optional<std::chrono::steady_clock::time_point> deadline;
+
+bool out_of_time() { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 
 std::set<pid_t> threads_of(pid_t pid) {
     std::set<pid_t> tids;
@@ -134,7 +145,7 @@ int on_frame(Dwfl_Frame* state, void* arg) {
     auto& unwinding = *static_cast<Unwinding*>(arg);
     Dwarf_Addr pc = 0;
     bool is_activation = false;
-    if (!dwfl_frame_pc(state, &pc, &is_activation)) return DWARF_CB_ABORT;
+    if (out_of_time() || !dwfl_frame_pc(state, &pc, &is_activation)) return DWARF_CB_ABORT;
     // A return address points after the call: the call's own line is one byte back.
     const Dwarf_Addr looked_up = is_activation ? pc : pc - 1;
     mpify::StackFrame frame;
@@ -172,6 +183,9 @@ DumpedProcess dump(pid_t pid) {
         process.error = held.first_error().empty() ? "no thread found" : held.first_error();
         return process;
     }
+    // Read while every thread is held: the record as it was where the stacks are; first,
+    // for it is what a report of a hang needs most and costs nothing to read.
+    process.collectives = read_collective_record(pid);
     Dwfl* dwfl = dwfl_begin(&callbacks);
     if (dwfl == nullptr) {
         process.error = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
@@ -185,19 +199,23 @@ DumpedProcess dump(pid_t pid) {
         dwfl_end(dwfl);
         return process;
     }
-    // Read while every thread is held: the record as it was where the stacks are.
-    process.collectives = read_collective_record(pid);
-    for (const pid_t tid : held.held()) {
+    // The process's main thread first (a worker's rank: the one a report shows first), in
+    // case time runs out.
+    const std::set<pid_t> held_tids = held.held();
+    std::vector<pid_t> tids(held_tids.begin(), held_tids.end());
+    std::stable_partition(tids.begin(), tids.end(), [pid](pid_t tid) { return tid == pid; });
+    for (const pid_t tid : tids) {
         mpify::ThreadStack thread;
         thread.tid = tid;
         thread.name = thread_name(pid, tid);
         Unwinding unwinding;
         unwinding.dwfl = dwfl;
         // An error at the outermost frame is how some stacks end: what was read is kept.
-        dwfl_getthread_frames(dwfl, tid, on_frame, &unwinding);
+        if (!out_of_time()) dwfl_getthread_frames(dwfl, tid, on_frame, &unwinding);
         thread.frames = std::move(unwinding.frames);
         process.threads.push_back(std::move(thread));
     }
+    if (out_of_time()) process.error = "not read in full: the time given ran out while the stacks were unwound";
     dwfl_end(dwfl);
     return process;
 }
@@ -205,12 +223,17 @@ DumpedProcess dump(pid_t pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: mpify-stacks PID...\n");
+    int first_pid = 1;
+    if (argc > 2 && std::strcmp(argv[1], "--within") == 0) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::atol(argv[2]));
+        first_pid = 3;
+    }
+    if (argc <= first_pid) {
+        std::fprintf(stderr, "usage: mpify-stacks [--within MILLISECONDS] PID...\n");
         return 2;
     }
     std::vector<DumpedProcess> processes;
-    for (int i = 1; i < argc; ++i) processes.push_back(dump(static_cast<pid_t>(std::atoi(argv[i]))));
+    for (int i = first_pid; i < argc; ++i) processes.push_back(dump(static_cast<pid_t>(std::atoi(argv[i]))));
     const std::string text = format_stack_dump(processes);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 1;

@@ -2,8 +2,11 @@
 // written, a summary shows the user's frames, and a process that cannot be read is named
 // with the reason: held by another tracer, gone, or slower than the limit.
 #include "common/posix.hpp"  // kill_and_reap
+#include "forensics/collective_record.hpp"
 #include "forensics/stack_collector.hpp"
 #include "forensics/stack_dump_format.hpp"
+#include "spawn/command_output.hpp"
+#include "spawn/worker_host.hpp"  // find_mpify_program
 
 #include <catch2/catch.hpp>
 
@@ -25,6 +28,24 @@ pid_t start_waiting_child() {
     const pid_t child = ::fork();
     if (child == 0)
         for (;;) ::pause();
+    return child;
+}
+
+// A child that waits until it is killed, in an all-reduce of its group's record.
+pid_t start_child_waiting_in_a_collective() {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        open_collective_record(0, 2);
+        CallToRecord call;
+        call.operation = "allreduce";
+        call.dtype = "Float";
+        call.elements = 1;
+        call.bytes = 4;
+        call.detail = "SUM";
+        call.site = "stack_collector_test";
+        record_call_started(call);
+        for (;;) ::pause();
+    }
     return child;
 }
 
@@ -119,4 +140,26 @@ TEST_CASE("a process is read with its threads, the one asked for first", "[stack
     CHECK(stacks[0].threads[0].tid == child);
     REQUIRE_FALSE(stacks[0].threads[0].frames.empty());
     CHECK_THAT(stacks[0].threads[0].frames[0].function, Contains("pause"));
+}
+
+TEST_CASE("a read whose time runs out still gives the record and the threads, without their frames", "[stacks]") {
+    const std::optional<std::string> program = find_mpify_program("mpify-stacks");
+    REQUIRE(program);
+    const pid_t child = start_child_waiting_in_a_collective();
+    LaunchSpec reader;
+    reader.executable = *program;
+    reader.argv = {"mpify-stacks", "--within", "0", std::to_string(child)};
+    const std::vector<CommandOutput> outputs = programs_output({reader}, 10s, 1 << 20);
+    kill_and_reap(child);
+    REQUIRE(outputs.size() == 1);
+    INFO(outputs[0].how << ": " << outputs[0].output);
+    REQUIRE(outputs[0].succeeded);
+    const std::vector<DumpedProcess> read = parse_stack_dump(outputs[0].output);
+    REQUIRE(read.size() == 1);
+    CHECK_THAT(read[0].error, Contains("not read in full: the time given ran out"));
+    REQUIRE(read[0].collectives.size() == 1);
+    CHECK(read[0].collectives[0].describe() == "allreduce #1 (stack_collector_test: Float x 1, 4 bytes, SUM)");
+    REQUIRE(read[0].threads.size() == 1);
+    CHECK(read[0].threads[0].tid == child);
+    CHECK(read[0].threads[0].frames.empty());
 }
