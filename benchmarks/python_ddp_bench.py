@@ -8,9 +8,11 @@ program's --train mode), for 1 and 2 ranks, alternating C++ and Python runs so t
 neither always goes first; best of RUNS each. Prints samples/s and the C++/Python ratio.
 
     /usr/bin/python3 benchmarks/python_ddp_bench.py build [STEPS] [RUNS]
+    ~/.cache/mpify/torch-2.11.0/bin/python benchmarks/python_ddp_bench.py build-libtorch-2.11.0
 
-Needs Debian's python3-torch (the same LibTorch mpify links); without it, says so and
-exits 0 (skipped).
+Needs a Python whose torch is the LibTorch the build links: Debian's python3-torch for
+build/, the wheel's virtual environment (scripts/libtorch-wheel.sh) for a wheel's build.
+Without torch, says so and exits 0 (skipped).
 """
 import gzip
 import os
@@ -26,7 +28,6 @@ DATA = "/usr/share/datasets/fashion-mnist/"
 
 
 def python_rank(rank, world, port, out):
-    import numpy as np
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -36,12 +37,14 @@ def python_rank(rank, world, port, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     count = BATCH * (STEPS + WARMUP) * world
+    # The idx files' bytes after their headers (16 and 8 bytes), read without numpy, which
+    # a wheel's environment may lack.
     with gzip.open(DATA + "train-images-idx3-ubyte.gz") as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:count]
+        images = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8, offset=16).reshape(-1, 1, 28, 28)[:count]
     with gzip.open(DATA + "train-labels-idx1-ubyte.gz") as f:
-        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:count]
-    x_all = torch.from_numpy(images.astype(np.float32) / 255.0)
-    y_all = torch.from_numpy(labels.astype(np.int64))
+        labels = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8, offset=8)[:count]
+    x_all = images.float() / 255.0
+    y_all = labels.long()
     # This rank's shard, shuffled as a DistributedSampler with seed 1 would.
     generator = torch.Generator().manual_seed(1)
     order = torch.randperm(count, generator=generator)[rank::world]
@@ -111,7 +114,7 @@ def cpp_run(build, world):
 
 def main():
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         print("SKIPPED: PyTorch for Python is not installed (Debian: apt-get install python3-torch)")
         return 0
@@ -122,6 +125,7 @@ def main():
             for side, run in (("C++", lambda: cpp_run(build, world)), ("Python", lambda: python_run(world)),
                               ("Python+", lambda: python_run(world, tunable=True))):
                 best[side, world] = max(best.get((side, world), 0.0), run())
+    print(f"PyTorch {torch.__version__} ({sys.executable}) against {build};")
     print(f"intro CNN, batch {BATCH} per rank, {STEPS} timed steps, one thread per rank (Python's group: Gloo; mpify's: shared memory), best of {RUNS};")
     print("samples/s. Python+: the same Python ranks started with GLIBC_TUNABLES=glibc.malloc.hugetlb=1,")
     print("the malloc setting mpify gives its workers")
