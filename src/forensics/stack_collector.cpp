@@ -88,7 +88,6 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
         return stack;
     }
     DumpedProcess& process = dumped.front();
-    if (!process.threads.empty()) stack.unavailable = process.error;  // e.g. not read in full
     if (process.threads.empty()) {
         // An agent's answer says "not read: ..." itself.
         stack.unavailable = process.error.rfind("not read", 0) == 0
@@ -100,6 +99,7 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     std::stable_partition(process.threads.begin(), process.threads.end(),
                           [first](const ThreadStack& thread) { return thread.tid == first; });
     stack.threads = std::move(process.threads);
+    stack.unavailable = std::move(process.error);  // what of the threads is missing, if any
     stack.collectives = std::move(process.collectives);
     return stack;
 }

@@ -139,13 +139,18 @@ std::string without_symbol_version(std::string name) {
 struct Unwinding {
     Dwfl* dwfl = nullptr;
     std::vector<mpify::StackFrame> frames;
+    bool cut = false;  ///< stopped by the deadline, not by the stack's end
 };
 
 int on_frame(Dwfl_Frame* state, void* arg) {
     auto& unwinding = *static_cast<Unwinding*>(arg);
     Dwarf_Addr pc = 0;
     bool is_activation = false;
-    if (out_of_time() || !dwfl_frame_pc(state, &pc, &is_activation)) return DWARF_CB_ABORT;
+    if (out_of_time()) {
+        unwinding.cut = true;
+        return DWARF_CB_ABORT;
+    }
+    if (!dwfl_frame_pc(state, &pc, &is_activation)) return DWARF_CB_ABORT;
     // A return address points after the call: the call's own line is one byte back.
     const Dwarf_Addr looked_up = is_activation ? pc : pc - 1;
     mpify::StackFrame frame;
@@ -204,18 +209,21 @@ DumpedProcess dump(pid_t pid) {
     const std::set<pid_t> held_tids = held.held();
     std::vector<pid_t> tids(held_tids.begin(), held_tids.end());
     std::stable_partition(tids.begin(), tids.end(), [pid](pid_t tid) { return tid == pid; });
+    bool cut = false;  // some thread's frames, or all of them, left out at the deadline
     for (const pid_t tid : tids) {
         mpify::ThreadStack thread;
         thread.tid = tid;
         thread.name = thread_name(pid, tid);
         Unwinding unwinding;
         unwinding.dwfl = dwfl;
+        unwinding.cut = out_of_time();
         // An error at the outermost frame is how some stacks end: what was read is kept.
-        if (!out_of_time()) dwfl_getthread_frames(dwfl, tid, on_frame, &unwinding);
+        if (!unwinding.cut) dwfl_getthread_frames(dwfl, tid, on_frame, &unwinding);
+        cut = cut || unwinding.cut;
         thread.frames = std::move(unwinding.frames);
         process.threads.push_back(std::move(thread));
     }
-    if (out_of_time()) process.error = "not read in full: the time given ran out while the stacks were unwound";
+    if (cut) process.error = "not read in full: the time given ran out while the stacks were unwound";
     dwfl_end(dwfl);
     return process;
 }
