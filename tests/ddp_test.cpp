@@ -2,6 +2,7 @@
 #include "ddp_functions.hpp"
 #include "support.hpp"
 #include "tensor_functions.hpp"
+#include "thread_count_settling.hpp"
 
 #include <mpify/ddp.hpp>
 #include <mpify/distributed_sampler.hpp>
@@ -242,7 +243,8 @@ TEST_CASE("20 in_ddp calls in a row leak no fds threads or processes", "[ddp][re
     const int threads = mpify_test::thread_count();
     for (int i = 0; i < 20; ++i) REQUIRE(mpify::in_ddp(2, ddp_test::noop_in_group) == 2);
     CHECK(mpify_test::open_fd_count() == fds);
-    CHECK(mpify_test::thread_count() == threads);
+    // At most: the first call's last thread may still have been leaving when counted.
+    CHECK(mpify_test::count_settled_at_most(mpify_test::thread_count, threads) <= threads);
     CHECK(mpify_test::has_no_children());
 }
 
