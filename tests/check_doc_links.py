@@ -13,6 +13,9 @@ headings (lowercase, spaces to '-', punctuation other than '-' and '_' dropped, 
 for repeated headings); a bare '#anchor' refers to the file itself. Links in fenced code
 blocks, in inline code and in HTML comments do not count.
 
+Every page of docs/ must also be linked from the manual's index, docs/README.md: a page
+missing from it is reported as `docs/README.md: page.md — not in the index`.
+
 Exits 1 listing each broken link as `file:line: target — why`, 0 when every link resolves.
 Standard library only.
 """
@@ -195,6 +198,18 @@ def documents(root):
     return found
 
 
+def pages_missing_from_index(root):
+    """The pages of docs/ that the index, docs/README.md, does not link to."""
+    index = root / "docs" / "README.md"
+    linked = set()
+    for _, target in links(index.read_text(encoding="utf-8")) if index.is_file() else []:
+        path_part = urllib.parse.unquote(target.partition("#")[0])
+        if path_part and not SCHEME.match(path_part):
+            linked.add(Path(os.path.normpath(index.parent / path_part)))
+    pages = sorted(path for path in (root / "docs").glob("*.md") if path.name != "README.md")
+    return [page.name for page in pages if page not in linked]
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: python3 tests/check_doc_links.py <repository root>", file=sys.stderr)
@@ -214,6 +229,8 @@ def main(argv):
             why = check_target(document, target, root, anchors)
             if why:
                 broken.append(f"{document.relative_to(root)}:{line}: {target} — {why}")
+    for page in pages_missing_from_index(root):
+        broken.append(f"docs/README.md: {page} — not in the index")
     for entry in broken:
         print(entry)
     if broken:
