@@ -20,6 +20,7 @@ packages=(
   iproute2 slurm-wlm munge openmpi-bin openssh-client openssh-server
   clang-19 libclang-rt-19-dev          # libFuzzer, for the decoders' fuzz targets
   clang-format-19                      # the style check (scripts/check-format.sh)
+  doxygen                              # the API reference (scripts/reference.py)
 )
 
 missing=()

@@ -13,8 +13,10 @@ headings (lowercase, spaces to '-', punctuation other than '-' and '_' dropped, 
 for repeated headings); a bare '#anchor' refers to the file itself. Links in fenced code
 blocks, in inline code and in HTML comments do not count.
 
-Every page of docs/ must also be linked from the manual's index, docs/README.md: a page
-missing from it is reported as `docs/README.md: page.md — not in the index`.
+Every page of docs/ must also be linked from the manual's index, docs/README.md, and every
+public header (include/mpify/*.hpp) must have its page in the reference, docs/reference/,
+linked from the reference's index: what is missing is reported as `INDEX: page.md — not in
+the index`.
 
 Exits 1 listing each broken link as `file:line: target — why`, 0 when every link resolves.
 Standard library only.
@@ -25,7 +27,10 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-DOCUMENTS = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/*.md", "benchmarks/README.md", "tests/README.md"]
+DOCUMENTS = [
+    "README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/*.md", "docs/reference/*.md", "benchmarks/README.md",
+    "tests/README.md",
+]
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -198,15 +203,13 @@ def documents(root):
     return found
 
 
-def pages_missing_from_index(root):
-    """The pages of docs/ that the index, docs/README.md, does not link to."""
-    index = root / "docs" / "README.md"
+def pages_missing_from_index(index, pages):
+    """The names of `pages` (paths) that the Markdown file `index` does not link to."""
     linked = set()
     for _, target in links(index.read_text(encoding="utf-8")) if index.is_file() else []:
         path_part = urllib.parse.unquote(target.partition("#")[0])
         if path_part and not SCHEME.match(path_part):
             linked.add(Path(os.path.normpath(index.parent / path_part)))
-    pages = sorted(path for path in (root / "docs").glob("*.md") if path.name != "README.md")
     return [page.name for page in pages if page not in linked]
 
 
@@ -229,8 +232,12 @@ def main(argv):
             why = check_target(document, target, root, anchors)
             if why:
                 broken.append(f"{document.relative_to(root)}:{line}: {target} — {why}")
-    for page in pages_missing_from_index(root):
+    manual = sorted(path for path in (root / "docs").glob("*.md") if path.name != "README.md")
+    for page in pages_missing_from_index(root / "docs" / "README.md", manual):
         broken.append(f"docs/README.md: {page} — not in the index")
+    reference = [root / "docs" / "reference" / f"{h.stem}.md" for h in sorted((root / "include" / "mpify").glob("*.hpp"))]
+    for page in pages_missing_from_index(root / "docs" / "reference" / "README.md", reference):
+        broken.append(f"docs/reference/README.md: {page} — not in the index (python3 scripts/reference.py)")
     for entry in broken:
         print(entry)
     if broken:

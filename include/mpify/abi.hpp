@@ -15,7 +15,9 @@
 // header names them itself (not mpify/version.hpp, which only a build generates) so that
 // the headers of a source tree work on their own, as a notebook includes them. CMake
 // refuses to configure when the two disagree.
+/// mpify's major version, as the versioned namespace and the symbol versions carry it.
 #define MPIFY_ABI_VERSION_MAJOR 0
+/// mpify's minor version, as the versioned namespace and the symbol versions carry it.
 #define MPIFY_ABI_VERSION_MINOR 1
 
 #define MPIFY_ABI_CONCAT_(major, minor) v##major##_##minor

@@ -104,9 +104,11 @@ struct DdpOptions {
 /// hosts the rendezvous at MASTER_ADDR:MASTER_PORT.
 class MPIFY_API DdpGuard {
 public:
+    /// Joins the group with the settings in_ddp (or a launcher) put in the environment.
     DdpGuard();
     /// With explicit settings (the rank is base_rank + LOCAL_RANK).
     explicit DdpGuard(const DdpOptions& options);
+    /// Destroys the group and restores the environment variables the guard set.
     ~DdpGuard();
     DdpGuard(const DdpGuard&) = delete;
     DdpGuard& operator=(const DdpGuard&) = delete;

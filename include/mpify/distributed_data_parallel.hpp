@@ -95,6 +95,8 @@ MPIFY_API void broadcast_from_rank0(const std::vector<at::Tensor>& tensors);
 template <class Module>
 class DistributedDataParallel {
 public:
+    /// Copies rank 0's parameters and buffers into `module` on every rank, and hooks its
+    /// gradients. A collective: every rank of the group constructs it.
     explicit DistributedDataParallel(std::shared_ptr<Module> module, DdpModelOptions options = {})
         : module_(std::move(module)), options_(options) {
         std::vector<at::Tensor> state = module_->parameters();
@@ -114,20 +116,23 @@ public:
         return module_->forward(std::forward<Args>(args)...);
     }
 
+    /// The wrapped module's members (`ddp_model->train()`).
     Module* operator->() const { return module_.get(); }
+    /// The wrapped module.
     Module& operator*() const { return *module_; }
     /// The wrapped module.
     const std::shared_ptr<Module>& module() const { return module_; }
     /// The module's parameters, for the optimizer.
     std::vector<at::Tensor> parameters() const { return module_->parameters(); }
 
-    /// While the returned object lives, backward only accumulates local gradients
-    /// (gradient accumulation); the first backward after it averages the accumulated sum.
+    /// The scope no_sync() returns: gradients stay local while it lives.
     class NoSync {
     public:
+        /// Stops the all-reduce of `reducer`'s gradients (made by no_sync()).
         explicit NoSync(detail::GradientReducer& reducer) : reducer_(reducer), previous_(reducer.sync()) {
             reducer_.set_sync(false);
         }
+        /// Synchronizes again from the next backward on, as before the scope.
         ~NoSync() { reducer_.set_sync(previous_); }
         NoSync(const NoSync&) = delete;
         NoSync& operator=(const NoSync&) = delete;
@@ -136,6 +141,8 @@ public:
         detail::GradientReducer& reducer_;
         bool previous_;
     };
+    /// While the returned object lives, backward only accumulates local gradients
+    /// (gradient accumulation); the first backward after it averages the accumulated sum.
     [[nodiscard]] NoSync no_sync() { return NoSync(*reducer_); }
 
     /// The bucketing engine, for inspection (bucket count, overlap counters).
@@ -147,8 +154,10 @@ private:
     std::unique_ptr<detail::GradientReducer> reducer_;
 };
 
+/// `DistributedDataParallel ddp(model)` takes the module type from the shared_ptr.
 template <class Module>
 DistributedDataParallel(std::shared_ptr<Module>) -> DistributedDataParallel<Module>;
+/// The same, with options.
 template <class Module>
 DistributedDataParallel(std::shared_ptr<Module>, DdpModelOptions) -> DistributedDataParallel<Module>;
 

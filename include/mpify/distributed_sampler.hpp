@@ -17,6 +17,8 @@ MPIFY_BEGIN_NAMESPACE
 /// samples of the padding, and all have size ceil(size / world_size).
 class MPIFY_API DistributedSampler {
 public:
+    /// The shards of `size` samples for `rank` of `world_size` ranks; `shuffle` false keeps
+    /// the samples in order (padding included), `seed` varies the permutations.
     DistributedSampler(std::int64_t size, int rank, int world_size, bool shuffle = true, std::uint64_t seed = 0);
     /// Chooses the epoch, whose permutation indices() then returns.
     void set_epoch(std::int64_t epoch) { epoch_ = epoch; }

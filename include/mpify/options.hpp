@@ -121,9 +121,9 @@ struct Options {
     /// With Relay::lines to the caller's streams: what comes before each line, with
     /// `{rank}` replaced by the rank and `{host}` by its machine (empty for this one).
     /// Empty: "[rank k] ", and "[rank k@host] " for a rank on another machine. A line a
-    /// worker redraws with '\r' (a progress bar) is relayed as it is drawn, prefixed and
-    /// ended by '\r', so that a terminal or a notebook shows one live line; on_output
-    /// gets only whole lines.
+    /// worker redraws with a carriage return (a progress bar) is relayed as it is drawn,
+    /// prefixed and ended by a carriage return, so that a terminal or a notebook shows one
+    /// live line; on_output gets only whole lines.
     std::string output_prefix;
 
     /// Before ranks still running are stopped (a timeout, an interrupt, another rank's

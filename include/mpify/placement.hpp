@@ -30,6 +30,7 @@ MPIFY_BEGIN_NAMESPACE
 /// library's bytes at its path receives them from the caller into its cache
 /// ($MPIFY_CACHE_DIR/shipped, by SHA-256), once per version.
 struct Placement {
+    /// How the remote ranks' agents are started.
     enum class Launcher {
         /// Workers are started here, as Options::spawner says.
         this_machine,
@@ -51,6 +52,7 @@ struct Placement {
         /// passes its stdin (the secret) on to its one process.
         mpirun,
     };
+    /// Which launcher starts them; by_command, mpirun and slurm set it.
     Launcher launcher = Launcher::this_machine;
 
     /// The machines the remote ranks run on, in order.

@@ -72,6 +72,7 @@ public:
     }
 
 protected:
+    /// Refuses an input of the wrong number of dimensions, as BatchNorm does, naming this module.
     void _check_input_dim(const at::Tensor& input) override { detail::check_batch_norm_dims(module_name(), D, input); }
 
 private:

@@ -28,7 +28,9 @@ MPIFY_BEGIN_NAMESPACE
 /// is false. MPIFY_TENSOR_MEMORY_CACHE=0 in the environment turns both off.
 class MPIFY_API TensorMemoryCache {
 public:
+    /// Starts caching; only the outermost guard of the process acts.
     TensorMemoryCache();
+    /// The outermost guard's end restores LibTorch's allocator and unmaps what was kept.
     ~TensorMemoryCache();
     TensorMemoryCache(const TensorMemoryCache&) = delete;
     TensorMemoryCache& operator=(const TensorMemoryCache&) = delete;
