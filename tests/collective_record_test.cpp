@@ -70,11 +70,12 @@ TEST_CASE("ranks that make different collective calls are all told so at once, n
     options.timeout = std::chrono::seconds(15);
     const std::string said = mpify::in_ddp(group_on(backend), options, 2, ddp_test::mismatched_call, how);
     CHECK_THAT(said, Contains("ranks made different collective calls at #1: rank 0 allreduce #1 "
-                              "(mpify::ddp::all_reduce: Float x 1048576, 4.0 MB, SUM), rank 1 "));
+                              "(mpify::ddp::all_reduce: Float x 1048576, 4.0 MiB, SUM), rank 1 "));
     if (how == "size")
-        CHECK_THAT(said, Contains("rank 1 allreduce #1 (mpify::ddp::all_reduce: Float x 2097152, 8.0 MB"));
+        CHECK_THAT(said, Contains("rank 1 allreduce #1 (mpify::ddp::all_reduce: Float x 2097152, 8.0 MiB"));
     else
-        CHECK_THAT(said, Contains("rank 1 broadcast #1 (mpify::ddp::broadcast: Float x 1048576, 4.0 MB, from rank 0)"));
+        CHECK_THAT(said,
+                   Contains("rank 1 broadcast #1 (mpify::ddp::broadcast: Float x 1048576, 4.0 MiB, from rank 0)"));
     CHECK(mpify::in_ddp(2, ddp_test::allreduce_rank) == 1);  // the next group is a new one
     CHECK(mpify_test::has_no_children());
 }

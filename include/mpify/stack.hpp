@@ -44,7 +44,7 @@ struct MPIFY_API CollectiveCall {
     bool ended = false;              ///< the rank's wait for it ended (done or failed)
     double ended_seconds_ago = 0;    ///< with `ended`
 
-    /// "allreduce #812 (DistributedDataParallel bucket 2: Float x 300000, 1.2 MB, SUM)".
+    /// "allreduce #812 (mpify::DistributedDataParallel bucket 2: Float x 300000, 1.1 MiB, SUM)".
     std::string describe() const;
     /// Whether `other` is the same call: operation, dtype, elements and detail.
     bool same_call_as(const CollectiveCall& other) const;

@@ -13,8 +13,8 @@ MPIFY_BEGIN_NAMESPACE
 namespace {
 
 std::string size_text(std::uint64_t bytes) {
-    if (bytes >= 1 << 20) return fmt::format("{:.1f} MB", double(bytes) / (1 << 20));
-    if (bytes >= 1 << 10) return fmt::format("{:.1f} KB", double(bytes) / (1 << 10));
+    if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20));
+    if (bytes >= 1 << 10) return fmt::format("{:.1f} KiB", double(bytes) / (1 << 10));
     return fmt::format("{} bytes", bytes);
 }
 
