@@ -38,8 +38,8 @@ enum class Backend {
 
 /// How the ranks of one group find each other.
 ///
-/// On one machine the defaults do: the group's rendezvous is a UNIX socket in a private
-/// folder. Across machines, each machine runs in_ddp with the same n and its own place:
+/// On one machine the defaults do: the group's rendezvous is a UNIX socket of a random
+/// name in Linux's abstract namespace (nothing on disk, no port). Across machines, each machine runs in_ddp with the same n and its own place:
 /// node_rank and nodes (or base_rank and world_size), the master's addr and a port;
 /// DdpOptions::from_environment() reads them from what Slurm, Open MPI or a torchrun-style
 /// scheduler set.
@@ -128,8 +128,8 @@ private:
 namespace detail {
 
 /// What in_ddp does in the caller around its ranch: validates the options, opens the
-/// rendezvous store when this caller has base_rank 0 (on a free port when port is 0;
-/// for ranks on other machines, on the address they reach the caller at, behind a fresh
+/// rendezvous store when this caller has base_rank 0 (with port 0: a UNIX socket in the
+/// abstract namespace on one machine, a free port across machines; for ranks on other machines, on the address they reach the caller at, behind a fresh
 /// secret), and calls `run` with the environment that tells every rank's DdpGuard where
 /// to go. The store stays open until `run` returns.
 /// `restarts` (Options::restarts) is refused for a group whose other machines run callers

@@ -1,6 +1,7 @@
 #pragma once
 // Sharding data over the ranks of a group, as fastai's DistributedDL does: every epoch
-// each rank sees a disjoint shard of equal size, and set_epoch reshuffles.
+// each rank sees a shard of equal size, disjoint from the others' but for the padding
+// that makes them equal, and set_epoch reshuffles.
 #include <mpify/abi.hpp>
 #include <mpify/export.hpp>
 

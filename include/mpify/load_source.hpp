@@ -45,7 +45,8 @@ struct SourceOptions {
 };
 
 /// Compiles the C++ file `path` into a shared library with the compiler and flags mpify
-/// was built with (C++17, -O2, mpify's and LibTorch's include directories and
+/// was built with (its C++ standard: 17, or 20 for a LibTorch that demands it; -O2;
+/// mpify's and LibTorch's include directories and
 /// definitions, linked against libmpify), loads it with RTLD_NOW | RTLD_GLOBAL (its
 /// symbols become visible to an interpreter's later input, its MPIFY_REGISTERed
 /// functions become rankable) and returns the library's path.

@@ -11,7 +11,8 @@
 //
 // A torch::nn::Sequential converts with mpify::convert_sync_batchnorm. In training, each
 // forward makes one all-reduce (per channel: sum, sum of squares, count) and each backward
-// one more (the two sums the input's gradient needs); in eval mode, and outside a group,
+// that computes the input's gradient one more (the two sums it needs); in eval mode, and
+// outside a group,
 // a SyncBatchNorm is a plain BatchNorm and talks to no one.
 #include <mpify/abi.hpp>
 #include <mpify/detail/libtorch_generation.hpp>
@@ -36,8 +37,8 @@ MPIFY_API at::Tensor sync_batch_norm(const char* module_name, const at::Tensor& 
                                      const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& running_mean,
                                      const at::Tensor& running_var, const at::Tensor& num_batches_tracked);
 
-/// Throws torch's error for an input whose number of dimensions a `dims`-d batch norm
-/// cannot take (2 or 3 for 1d, 4 for 2d, 5 for 3d).
+/// Throws mpify::UsageError, naming the module, for an input whose number of dimensions
+/// a `dims`-d batch norm cannot take (2 or 3 for 1d, 4 for 2d, 5 for 3d).
 MPIFY_API void check_batch_norm_dims(const char* module_name, std::size_t dims, const at::Tensor& input);
 
 /// "mpify::SyncBatchNorm2d(8, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)".

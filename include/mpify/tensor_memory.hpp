@@ -13,8 +13,8 @@ MPIFY_BEGIN_NAMESPACE
 
 /// The RAII scope of mpify's cache of CPU tensor memory. While one lives in the process,
 /// LibTorch's CPU allocations of 128 KiB or more are served from blocks that earlier
-/// tensors of the same size freed, and new blocks are mapped on transparent huge pages
-/// where the kernel allows it. Without it, glibc unmaps such blocks on free and every
+/// tensors of the same size freed, and new blocks of 2 MiB or more are mapped on
+/// transparent huge pages where the kernel allows it. Without it, glibc unmaps such blocks on free and every
 /// training step pays the page faults of its temporaries again (a small CNN's step was
 /// much slower). What the cache holds, in use and kept, stays within twice the most that
 /// tensors held in use at once (the blocks kept longest unused go first); smaller
