@@ -78,16 +78,24 @@ std::optional<std::string> stand_in_answer(int control, Clock::time_point deadli
     return answer;
 }
 
+}  // namespace
+
 RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     RankStack stack;
     stack.rank = target.rank;
     stack.host = target.host;
     std::vector<DumpedProcess> dumped = parse_stack_dump(output.output);
-    if (dumped.empty() || (dumped.front().threads.empty() && dumped.front().error.empty())) {
+    if (dumped.empty()) {
         stack.unavailable = fmt::format("not read: mpify-stacks gave no answer ({})", output.how);
         return stack;
     }
     DumpedProcess& process = dumped.front();
+    // The record comes first, before any stack: kept even when the stacks never came.
+    stack.collectives = std::move(process.collectives);
+    if (process.threads.empty() && process.error.empty()) {
+        stack.unavailable = fmt::format("not read: mpify-stacks gave no answer ({})", output.how);
+        return stack;
+    }
     if (process.threads.empty()) {
         // An agent's answer says "not read: ..." itself.
         stack.unavailable = process.error.rfind("not read", 0) == 0
@@ -100,9 +108,10 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
                           [first](const ThreadStack& thread) { return thread.tid == first; });
     stack.threads = std::move(process.threads);
     stack.unavailable = std::move(process.error);  // what of the threads is missing, if any
-    stack.collectives = std::move(process.collectives);
     return stack;
 }
+
+namespace {
 
 // Asks the stand-in of each remote target to have its rank read on its machine; the
 // targets asked, whose answers read_remote_answers() takes.

@@ -1,6 +1,7 @@
 #pragma once
 // Reading where ranks are: one mpify-stacks per process, all at once, within a limit.
 #include "common/unique_fd.hpp"
+#include "spawn/command_output.hpp"
 
 #include <mpify/abi.hpp>
 #include <mpify/stack.hpp>
@@ -29,6 +30,10 @@ struct StackTarget {
     /// outlives the call that listed it), through which the rank's agent reads it there.
     std::shared_ptr<UniqueFd> control;
 };
+
+/// What a reader's (or an agent's) dump of `target` says, however it ended: the record
+/// kept even when the stacks did not come.
+RankStack stack_from(const StackTarget& target, const CommandOutput& output);
 
 /// Where each target is, in the targets' order. A target that cannot be read (no
 /// mpify-stacks, no permission, gone, not within `limit`) gets RankStack::unavailable

@@ -30,21 +30,32 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 }  // namespace
 
+std::string process_line(int pid, const std::string& error) {
+    return fmt::format("process\t{}\t{}\n", pid, field(error));
+}
+
+std::string call_line(const CollectiveCall& call) {
+    return fmt::format("call\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{}\n", call.sequence, field(call.operation),
+                       field(call.dtype), call.elements, call.bytes, field(call.detail), field(call.site), call.bucket,
+                       call.started_seconds_ago, call.ended ? fmt::format("{:.3f}", call.ended_seconds_ago) : "-");
+}
+
+std::string thread_lines(const ThreadStack& thread) {
+    std::string text = fmt::format("thread\t{}\t{}\n", thread.tid, field(thread.name));
+    for (const StackFrame& frame : thread.frames)
+        text += fmt::format("frame\t{:x}\t{}\t{}\t{}\t{}\n", frame.address, field(frame.function), field(frame.file),
+                            frame.line, field(frame.module));
+    return text;
+}
+
+std::string error_line(const std::string& error) { return fmt::format("error\t{}\n", field(error)); }
+
 std::string format_stack_dump(const std::vector<DumpedProcess>& processes) {
     std::string text;
     for (const DumpedProcess& process : processes) {
-        text += fmt::format("process\t{}\t{}\n", process.pid, field(process.error));
-        for (const CollectiveCall& call : process.collectives)
-            text += fmt::format("call\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{}\n", call.sequence,
-                                field(call.operation), field(call.dtype), call.elements, call.bytes, field(call.detail),
-                                field(call.site), call.bucket, call.started_seconds_ago,
-                                call.ended ? fmt::format("{:.3f}", call.ended_seconds_ago) : "-");
-        for (const ThreadStack& thread : process.threads) {
-            text += fmt::format("thread\t{}\t{}\n", thread.tid, field(thread.name));
-            for (const StackFrame& frame : thread.frames)
-                text += fmt::format("frame\t{:x}\t{}\t{}\t{}\t{}\n", frame.address, field(frame.function),
-                                    field(frame.file), frame.line, field(frame.module));
-        }
+        text += process_line(process.pid, process.error);
+        for (const CollectiveCall& call : process.collectives) text += call_line(call);
+        for (const ThreadStack& thread : process.threads) text += thread_lines(thread);
     }
     return text;
 }
@@ -73,6 +84,8 @@ std::vector<DumpedProcess> parse_stack_dump(const std::string& text) {
             call.ended = fields[10] != "-";
             if (call.ended) call.ended_seconds_ago = std::strtod(fields[10].c_str(), nullptr);
             processes.back().collectives.push_back(std::move(call));
+        } else if (fields[0] == "error" && fields.size() == 2 && !processes.empty()) {
+            processes.back().error = fields[1];
         } else if (fields[0] == "thread" && fields.size() == 3 && !processes.empty()) {
             ThreadStack thread;
             thread.tid = std::atoi(fields[1].c_str());

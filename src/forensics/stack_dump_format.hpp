@@ -20,6 +20,14 @@ struct DumpedProcess {
 
 std::string format_stack_dump(const std::vector<DumpedProcess>& processes);
 
+/// The lines format_stack_dump writes, for a dump written as it is read (mpify-stacks): a
+/// process's first line (with why nothing of it was read, if so), a call of its record,
+/// a thread and its frames, and, after its threads, what of them is missing.
+std::string process_line(int pid, const std::string& error);
+std::string call_line(const CollectiveCall& call);
+std::string thread_lines(const ThreadStack& thread);
+std::string error_line(const std::string& error);
+
 /// The processes in `text`, as format_stack_dump wrote them. Lines it does not know are
 /// skipped: a dump cut by the deadline gives what came before the cut.
 std::vector<DumpedProcess> parse_stack_dump(const std::string& text);

@@ -9,8 +9,10 @@
 // threads it stopped, and nothing of libdw's lands in the caller's address space.
 // Each thread is seized and interrupted (PTRACE_SEIZE, PTRACE_INTERRUPT), not attached
 // with SIGSTOP: if this program dies half-way, the kernel lets the threads go on, with
-// no stop signal left pending. Everything is collected and the threads let go before a
-// byte is printed, since the process looked at may be the one reading this output.
+// no stop signal left pending. The process looked at may be the one reading this output:
+// while its threads are held, only its record is printed (a few KiB, which the pipe
+// holds unread), at once, so that a reader killed at the caller's deadline has given the
+// record at least; the stacks follow once the threads are let go.
 #include "common/demangle.hpp"
 #include "forensics/collective_record.hpp"
 #include "forensics/stack_dump_format.hpp"
@@ -174,7 +176,9 @@ int on_frame(Dwfl_Frame* state, void* arg) {
     return unwinding.frames.size() < max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-DumpedProcess dump(pid_t pid) {
+// The process's stacks; its first line and record are printed (`announced`) as soon as
+// they are read.
+DumpedProcess dump(pid_t pid, bool& announced) {
     DumpedProcess process;
     process.pid = pid;
     static const Dwfl_Callbacks callbacks = [] {
@@ -191,6 +195,10 @@ DumpedProcess dump(pid_t pid) {
     // Read while every thread is held: the record as it was where the stacks are; first,
     // for it is what a report of a hang needs most and costs nothing to read.
     process.collectives = read_collective_record(pid);
+    std::string record = process_line(pid, "");
+    for (const mpify::CollectiveCall& call : process.collectives) record += call_line(call);
+    std::fwrite(record.data(), 1, record.size(), stdout);
+    announced = std::fflush(stdout) == 0;
     Dwfl* dwfl = dwfl_begin(&callbacks);
     if (dwfl == nullptr) {
         process.error = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
@@ -240,9 +248,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: mpify-stacks [--within MILLISECONDS] PID...\n");
         return 2;
     }
-    std::vector<DumpedProcess> processes;
-    for (int i = first_pid; i < argc; ++i) processes.push_back(dump(static_cast<pid_t>(std::atoi(argv[i]))));
-    const std::string text = format_stack_dump(processes);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return std::fflush(stdout) == 0 ? 0 : 1;
+    bool written = true;
+    for (int i = first_pid; i < argc; ++i) {
+        bool announced = false;
+        const DumpedProcess process = dump(static_cast<pid_t>(std::atoi(argv[i])), announced);
+        std::string text = announced ? "" : process_line(process.pid, process.error);
+        for (const mpify::ThreadStack& thread : process.threads) text += thread_lines(thread);
+        if (announced && !process.error.empty()) text += error_line(process.error);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        written = std::fflush(stdout) == 0 && written;
+    }
+    return written ? 0 : 1;
 }

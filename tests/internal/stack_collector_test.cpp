@@ -142,6 +142,38 @@ TEST_CASE("a process is read with its threads, the one asked for first", "[stack
     CHECK_THAT(stacks[0].threads[0].frames[0].function, Contains("pause"));
 }
 
+TEST_CASE("a reader killed at the deadline after the record still gives the record", "[stacks]") {
+    // What mpify-stacks prints while the process's threads are held: its first line and
+    // its record, before any stack.
+    mpify::CollectiveCall call;
+    call.sequence = 3;
+    call.operation = "allreduce";
+    call.dtype = "Float";
+    call.elements = 1;
+    call.bytes = 4;
+    call.detail = "SUM";
+    call.site = "mpify::ddp::all_reduce";
+    CommandOutput killed;
+    killed.how = "no answer within 2000 ms";
+    killed.output = process_line(4242, "") + call_line(call);
+    const mpify::RankStack stack = stack_from({2, "", 4242, 0, "", nullptr}, killed);
+    CHECK(stack.threads.empty());
+    CHECK_THAT(stack.unavailable, Contains("no answer within 2000 ms"));
+    REQUIRE(stack.collectives.size() == 1);
+    CHECK(stack.collectives[0].describe() == "allreduce #3 (mpify::ddp::all_reduce: Float x 1, 4 bytes, SUM)");
+    // The threads came after all, and then what was cut: said by a line after them.
+    ThreadStack thread;
+    thread.tid = 4242;
+    thread.name = "worker";
+    CommandOutput cut;
+    cut.succeeded = true;
+    cut.output = killed.output + thread_lines(thread) + error_line("not read in full: the time given ran out");
+    const mpify::RankStack partial = stack_from({2, "", 4242, 0, "", nullptr}, cut);
+    REQUIRE(partial.threads.size() == 1);
+    CHECK(partial.unavailable == "not read in full: the time given ran out");
+    CHECK(partial.collectives.size() == 1);
+}
+
 TEST_CASE("a read whose time runs out still gives the record and the threads, without their frames", "[stacks]") {
     const std::optional<std::string> program = find_mpify_program("mpify-stacks");
     REQUIRE(program);
