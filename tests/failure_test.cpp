@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -35,6 +36,29 @@ TEST_CASE("a worker that throws fails the call with its rank exception type and 
         }
         CHECK(mpify_test::has_no_children());
     }
+}
+
+TEST_CASE("what a worker says reaches the caller's error with its control characters written out", "[failure]") {
+    // Escape sequences (colour, a title, clearing the screen), a bell and a C1 CSI: a terminal
+    // or a notebook showing the error would obey them.
+    const std::string hostile = "red \x1b[31mALERT\x1b]0;title\x07 \x1b[2J\r gone \xc2\x9b"
+                                "1m";
+    mpify::Options options = mpify_test::quiet();
+    options.restarts = 1;  // the restart's line on stderr too
+    try {
+        mpify::ranch(options, 2, in_library::say_and_throw_on, 1, hostile);
+        FAIL("ranch returned");
+    } catch (const mpify::WorkerError& e) {
+        const std::string what = e.what();
+        CHECK_THAT(what, Contains("red \\x1b[31mALERT\\x1b]0;title\\x07 \\x1b[2J\\x0d gone \\u009b1m"));
+        CHECK(std::all_of(what.begin(), what.end(),
+                          [](char c) { return static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t'; }));
+        CHECK(what.find("\xc2\x9b") == std::string::npos);
+        // The failure itself keeps what the rank said, as it said it.
+        REQUIRE(!e.failures().empty());
+        CHECK(e.failures().back().message == hostile);
+    }
+    CHECK(mpify_test::has_no_children());
 }
 
 TEST_CASE("a worker that throws a non-std exception is reported with its type", "[failure]") {

@@ -82,6 +82,13 @@ int throw_on(int rank) {
 }
 MPIFY_REGISTER(throw_on);
 
+int say_and_throw_on(int rank, std::string text) {
+    if (mpify::local_rank() != rank) return rank;
+    std::cerr << text << std::endl;
+    throw std::runtime_error(text);
+}
+MPIFY_REGISTER(say_and_throw_on);
+
 int throw_int_on(int rank) {
     if (mpify::local_rank() == rank) throw 42;
     return rank;

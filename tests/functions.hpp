@@ -55,6 +55,7 @@ struct TestContext {
     std::size_t byte_count(const std::string& blob);                                 \
     int throw_on(int rank);                                                          \
     int throw_int_on(int rank);                                                      \
+    int say_and_throw_on(int rank, std::string text); /* on stderr, and thrown */    \
     int crash_on(int rank, std::string how);                                         \
     int hang_on_workers(int printed_marker);                                         \
     int wait_for_interrupt(int max_seconds);                                         \

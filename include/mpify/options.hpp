@@ -109,7 +109,10 @@ struct Options {
     Relay relay = Relay::lines;
 
     /// With Relay::lines: if set, each line (without its newline) goes here instead of
-    /// std::cout / std::cerr. Called from mpify's supervisor thread, one line at a time.
+    /// std::cout / std::cerr. Called from mpify's supervisor thread, one whole line at a
+    /// time ("\r\n" ends one; a line longer than 1 MiB comes cut there, with a mark). If
+    /// it throws, every worker is stopped and ranch throws mpify::Error (the exception
+    /// nested), which Options::restarts never restarts.
     std::function<void(int rank, Stream stream, const std::string& line)> on_output;
 
     /// With Relay::lines: the ranks whose lines are relayed, to the caller's streams or

@@ -1,5 +1,8 @@
 // Rendering failures into messages that say which rank, what happened, and what to do.
+// What the ranks said (their exceptions' messages, their stderr, their stacks) is made
+// printable first: the message is shown by a terminal or a notebook.
 #include "common/posix.hpp"
+#include "common/printable.hpp"
 
 #include <mpify/error.hpp>
 
@@ -109,12 +112,13 @@ Interrupted::Interrupted(const std::string& message, std::vector<RankStack> stac
           std::string text = message;
           if (!stacks.empty()) text += "; where the ranks were:";
           for (const RankStack& stack : stacks) text += fmt::format("\n- rank {}: {}", stack.rank, stack.summary());
-          return text + collectives_text(stacks);
+          return detail::printable(text + collectives_text(stacks));
       }()),
       stacks_(std::move(stacks)) {}
 
 WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures, std::vector<RankStack> stacks)
-    : Error(render(context, failures) + stopped_ranks_text(failures, stacks) + collectives_text(stacks)),
+    : Error(detail::printable(render(context, failures) + stopped_ranks_text(failures, stacks) +
+                              collectives_text(stacks))),
       failures_(std::move(failures)), stacks_(std::move(stacks)) {}
 
 MPIFY_END_NAMESPACE

@@ -66,8 +66,9 @@ void FailureLog::throw_if_failed(const std::string& label) {
             std::rethrow_exception(call_failure_cause_);
         } catch (...) {
             const std::string message = current_exception_message();
-            std::throw_with_nested(Error(fmt::format("{}: {} {}{}; every worker was stopped", label, call_failure_,
-                                                     current_exception_type(), message.empty() ? "" : ": " + message)));
+            std::throw_with_nested(CallFailure(fmt::format("{}: {} {}{}; every worker was stopped", label,
+                                                           call_failure_, current_exception_type(),
+                                                           message.empty() ? "" : ": " + message)));
         }
     }
     if (caller_error_) {

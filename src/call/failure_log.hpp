@@ -22,6 +22,13 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
+/// What ranch throws when the call itself failed, not a rank (Options::on_output threw):
+/// an mpify::Error to the user, and never a reason to restart the call.
+class CallFailure : public Error {
+public:
+    using Error::Error;
+};
+
 class FailureLog {
 public:
     /// A rank failed at `when`.

@@ -3,8 +3,9 @@
 // stdout / stderr with a "[rank k] " prefix, "[rank k@host] " for a rank on another
 // machine, or Options::output_prefix (through CallerStreams, which never blocks), or to
 // Options::on_output — for the ranks Options::output_ranks names. A line redrawn with
-// '\r' (a progress bar) goes to the caller's stream as drawn, one live line. Keeps the
-// last lines of stderr for crash reports.
+// '\r' (a progress bar) goes to the caller's stream as drawn, one live line. Lines go on
+// whole, "\r\n" ends one line; one longer than 1 MiB is cut there, with a mark saying so.
+// Keeps the last lines of stderr for crash reports.
 #include "call/caller_streams.hpp"
 
 #include <mpify/options.hpp>
@@ -31,6 +32,8 @@ public:
 
 private:
     void emit(std::string line);
+    /// The line, or its first 1 MiB and the cut mark when it is longer (or was cut).
+    std::string within_limit(std::string line);
     /// A line drawn again from its start ("...\r"): shown as it is now.
     void redraw(const std::string& line);
 
@@ -41,6 +44,7 @@ private:
     bool relayed_;        // Options::output_ranks names the rank (or is empty)
     Stream stream_;
     std::string partial_;
+    bool cut_ = false;  // partial_ holds the first 1 MiB of a longer line, whose rest is dropped
     std::deque<std::string> tail_;
     bool forwarding_ = true;
 };

@@ -1,13 +1,13 @@
 // Options::restarts (include/mpify/detail/restarts.hpp). The supervisor of each attempt
-// stops and reaps its ranks as without restarts; this loop decides whether to go on.
-// What a retry cannot mend is never retried: an interrupt (the user said stop), a timeout
-// (the deadline is the whole call's), a usage error or a worker that cannot be started
-// (the next attempt would fail the same way).
+// stops and reaps its ranks as without restarts; this loop decides whether to go on
+// (never_retried says what it never retries).
 #include "call/call_plan.hpp"
 #include "call/deadline.hpp"
+#include "call/failure_log.hpp"
 #include "call/interrupt_watch.hpp"
 #include "call/shrinking_placement.hpp"
 #include "common/demangle.hpp"
+#include "common/printable.hpp"
 #include "contract/process_contract.hpp"
 
 #include <mpify/detail/restarts.hpp>
@@ -24,6 +24,28 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
+
+// What a retry cannot mend: an interrupt (the user said stop), a timeout (the deadline is
+// the whole call's), a usage error, a worker that cannot be started (the next attempt
+// would fail the same way), and a failure of the call itself rather than of a rank (the
+// output callback threw).
+bool never_retried(const std::exception_ptr& error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Interrupted&) {
+        return true;
+    } catch (const TimeoutError&) {
+        return true;
+    } catch (const UsageError&) {
+        return true;
+    } catch (const SpawnError&) {
+        return true;
+    } catch (const CallFailure&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
 
 // The failed ranks of an attempt that ended with the exception being handled: a
 // WorkerError's, or else the caller's own rank, which threw it.
@@ -48,7 +70,7 @@ std::vector<RankFailure> failures_of_current_exception(const Options& options, i
 // "mpify: rank 1 was killed by SIGKILL (Killed); restart 1 of 3 on 4 ranks": one line
 // on the caller's stderr, which a notebook shows. `without`: the hosts left out.
 void say_restart(const RankFailure& cause, int restart, int restarts, int n, const std::vector<std::string>& without) {
-    std::string what = cause.headline();
+    std::string what = printable(cause.headline());
     what = what.substr(0, what.find('\n'));
     std::cerr << fmt::format("mpify: {}; restart {} of {} on {} ranks{}", what, restart, restarts, n,
                              without.empty() ? "" : fmt::format(", without {}", fmt::join(without, ", ")))
@@ -103,16 +125,9 @@ void run_with_restarts(const Options& options, const void* function, const char*
         try {
             attempt(this_attempt, machines.ranks(), last);
             return;
-        } catch (const Interrupted&) {
-            throw;
-        } catch (const TimeoutError&) {
-            throw;
-        } catch (const UsageError&) {
-            throw;
-        } catch (const SpawnError&) {
-            throw;
         } catch (...) {
             error = std::current_exception();
+            if (never_retried(error)) throw;
             for (RankFailure& f : failures_of_current_exception(options, k)) failures.push_back(std::move(f));
         }
         if (last) throw_exhausted(label, k + 1, options.restarts, "", std::move(failures), error);

@@ -1,6 +1,8 @@
 // The ranks' records of their collective calls side by side: what a person looking at a
 // stuck run asks first — who waits in which call, who never came, who called something
 // else at the same point.
+#include "common/printable.hpp"
+
 #include <mpify/stack.hpp>
 
 #include <fmt/format.h>
@@ -50,7 +52,8 @@ bool CollectiveCall::same_call_as(const CollectiveCall& other) const {
     return operation == other.operation && dtype == other.dtype && elements == other.elements && detail == other.detail;
 }
 
-std::string line_up_collectives(const std::vector<RankStack>& ranks) {
+// line_up_collectives, before the records' names are made printable.
+static std::string lined_up(const std::vector<RankStack>& ranks) {
     std::uint64_t latest = 0;
     for (const RankStack& rank : ranks)
         for (const CollectiveCall& call : rank.collectives) latest = std::max(latest, call.sequence);
@@ -85,5 +88,8 @@ std::string line_up_collectives(const std::vector<RankStack>& ranks) {
         }
     return text;
 }
+
+// A record's names were written by the rank itself: printable, whatever they hold.
+std::string line_up_collectives(const std::vector<RankStack>& ranks) { return detail::printable(lined_up(ranks)); }
 
 MPIFY_END_NAMESPACE

@@ -1,6 +1,8 @@
 // How a rank's stack reads in messages: every frame (describe), or the few innermost
 // frames of the user's own code in one line (summary), which is what a user looks for
 // first in a hang: the line of theirs that the rank is stuck under.
+#include "common/printable.hpp"
+
 #include <mpify/stack.hpp>
 
 #include <fmt/format.h>
@@ -67,9 +69,8 @@ std::string frame_text(const StackFrame& frame, bool full_path) {
     return text;
 }
 
-}  // namespace
-
-std::string RankStack::describe() const {
+// Every thread, a frame per line (RankStack::describe, before its names are made printable).
+std::string all_frames(const std::vector<ThreadStack>& threads, const std::string& unavailable) {
     if (threads.empty()) return unavailable.empty() ? "(no stack was read)" : unavailable;
     std::string text;
     for (const ThreadStack& thread : threads) {
@@ -83,7 +84,9 @@ std::string RankStack::describe() const {
     return text;
 }
 
-std::string RankStack::summary() const {
+// The innermost frames of the user's own code in one line (RankStack::summary, before its
+// names are made printable).
+std::string user_frames(const std::vector<ThreadStack>& threads, const std::string& unavailable) {
     if (threads.empty()) return unavailable.empty() ? "(no stack was read)" : unavailable;
     const std::vector<StackFrame>& frames = threads.front().frames;
     std::vector<const StackFrame*> shown;
@@ -99,5 +102,12 @@ std::string RankStack::summary() const {
     for (const StackFrame* frame : shown) text += (text.empty() ? "" : " <- ") + frame_text(*frame, false);
     return text;
 }
+
+}  // namespace
+
+// A stack's names come from the rank's own files: printable, whatever they hold.
+std::string RankStack::describe() const { return detail::printable(all_frames(threads, unavailable)); }
+
+std::string RankStack::summary() const { return detail::printable(user_frames(threads, unavailable)); }
 
 MPIFY_END_NAMESPACE

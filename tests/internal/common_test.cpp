@@ -3,6 +3,7 @@
 #include "common/byte_codec.hpp"
 #include "common/object_locator.hpp"
 #include "common/poll_set.hpp"
+#include "common/printable.hpp"
 #include "common/unique_fd.hpp"
 
 #include <catch2/catch.hpp>
@@ -18,6 +19,16 @@
 
 using namespace mpify::detail;
 using Reader = ByteReader<std::invalid_argument>;
+
+TEST_CASE("printable writes out control characters and leaves text, and its own output, as it is", "[common]") {
+    CHECK(printable("plain text, ünïcödé, tabs\tand\nnewlines") == "plain text, ünïcödé, tabs\tand\nnewlines");
+    CHECK(printable("\x1b[31mred\x07\r\x7f") == "\\x1b[31mred\\x07\\x0d\\x7f");
+    CHECK(printable(std::string("a\0b", 3)) == "a\\x00b");
+    CHECK(printable("\xc2\x9b"
+                    "1m \xc2\xa0") == "\\u009b1m \xc2\xa0");  // a C1 CSI; a no-break space stays
+    const std::string once = printable("\x1b]0;title\x07");
+    CHECK(printable(once) == once);
+}
 
 TEST_CASE("the byte codec reads back what it wrote, little-endian whatever the machine", "[common]") {
     ByteWriter w;

@@ -285,6 +285,49 @@ TEST_CASE("a line redrawn with a carriage return is shown live; on_output gets w
     CHECK(collected.lines == std::vector<std::string>{"1:30%", "1:done", "1:b"});
 }
 
+TEST_CASE("the output relay hands on long lines whole and never splits a CRLF", "[supervisor]") {
+    Collected collected;
+    CallerStreams caller;
+    OutputRelay relay(collected.options, caller, 2, "", Stream::out);
+    // A 100,000-character line arriving as a pipe hands it over: 65,536 bytes, then the rest.
+    const std::string line(100000, 'x');
+    relay.feed(line.data(), 65536);
+    relay.feed(line.data() + 65536, line.size() - 65536);
+    CHECK(collected.lines.empty());
+    relay.feed("\n", 1);
+    REQUIRE(collected.lines.size() == 1);
+    CHECK(collected.lines[0] == "2:" + line);
+    // A "\r\n" whose '\r' ends one read and whose '\n' starts the next: one line, no '\r'.
+    const std::string crlf = std::string(65535, 'y') + "\r";
+    relay.feed(crlf.data(), crlf.size());
+    relay.feed("\nnext\n", 6);
+    REQUIRE(collected.lines.size() == 3);
+    CHECK(collected.lines[1] == "2:" + std::string(65535, 'y'));
+    CHECK(collected.lines[2] == "2:next");
+}
+
+TEST_CASE("a line longer than 1 MiB is cut there, with a mark, and the next line is whole", "[supervisor]") {
+    Collected collected;
+    CallerStreams caller;
+    OutputRelay relay(collected.options, caller, 0, "", Stream::err);
+    const std::string chunk(64 * 1024, 'z');
+    for (int i = 0; i < 40; ++i) relay.feed(chunk.data(), chunk.size());  // 2.5 MiB, no newline yet
+    CHECK(collected.lines.empty());
+    relay.feed("\r\nafter\n", 9);
+    REQUIRE(collected.lines.size() == 2);
+    const std::string cut = collected.lines[0];
+    CHECK(cut.size() < 2 + (1 << 20) + 100);
+    CHECK(cut.compare(0, 2 + (1 << 20), "0:" + std::string(1 << 20, 'z')) == 0);
+    CHECK_THAT(cut, Catch::EndsWith("[... cut by mpify: the line was longer than 1 MiB]"));
+    CHECK(collected.lines[1] == "0:after");
+    CHECK(relay.tail().front().size() <= 64 * 1024);  // a crash report keeps less of it
+    // Cut, then the stream ends before the line does.
+    for (int i = 0; i < 20; ++i) relay.feed(chunk.data(), chunk.size());
+    relay.finish();
+    REQUIRE(collected.lines.size() == 3);
+    CHECK_THAT(collected.lines[2], Catch::EndsWith("longer than 1 MiB]"));
+}
+
 TEST_CASE("output_ranks and output_prefix choose whose lines go to the caller's streams and how they begin",
           "[supervisor]") {
     std::ostringstream captured;

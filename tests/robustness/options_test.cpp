@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 TEST_CASE("an output callback that throws fails the call with its message", "[robustness][failure]") {
     mpify::Options options;
@@ -31,6 +33,31 @@ TEST_CASE("an output callback that throws fails the call with its message", "[ro
     workers_only.caller_rank = std::nullopt;
     CHECK_THROWS_WITH(mpify::ranch(workers_only, 2, in_library::hang_on_workers, 5),
                       Catch::Contains("Options::on_output threw"));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("an output callback that throws is never a reason to restart the call", "[robustness][failure]") {
+    int calls = 0;
+    mpify::Options options;
+    options.restarts = 2;
+    options.on_output = [&calls](int, mpify::Stream, const std::string&) {
+        ++calls;
+        throw std::runtime_error("the log is full");
+    };
+    for (const std::optional<int>& caller_rank : {std::optional<int>(0), std::optional<int>()}) {
+        calls = 0;
+        options.caller_rank = caller_rank;
+        try {
+            mpify::ranch(options, 2, in_library::print_lines, 3);
+            FAIL("ranch returned");
+        } catch (const mpify::WorkerError& e) {
+            FAIL("the callback's failure was taken for a rank's: " << e.what());
+        } catch (const mpify::Error& e) {
+            CHECK_THAT(e.what(), Catch::Contains("Options::on_output threw on a line of rank"));
+            CHECK_THROWS_AS(std::rethrow_if_nested(e), std::runtime_error);
+        }
+        CHECK(calls == 1);  // one attempt: a restart would have called it again
+    }
     CHECK(mpify_test::has_no_children());
 }
 
