@@ -61,6 +61,20 @@ TEST_CASE("what a worker says reaches the caller's error with its control charac
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("a rank that failed twice counts once among the ranks that failed", "[failure]") {
+    std::vector<mpify::RankFailure> failures(3);
+    failures[0].rank = 0;
+    failures[0].kind = Kind::timed_out;
+    failures[1].rank = 1;
+    failures[1].kind = Kind::timed_out;
+    failures[2].rank = 0;  // the caller's rank, which then threw on the way out
+    failures[2].exception_type = "mpify::Error";
+    const mpify::WorkerError e("mpify::ranch(f, n=2)", failures);
+    CHECK_THAT(e.what(), Contains("2 ranks failed, 3 failures in all; the first failure is listed first"));
+    failures.pop_back();
+    CHECK_THAT(mpify::WorkerError("mpify::ranch(f, n=2)", failures).what(), Contains("2 ranks failed; the first"));
+}
+
 TEST_CASE("a worker that throws a non-std exception is reported with its type", "[failure]") {
     mpify::Options options = mpify_test::quiet();
     options.caller_rank = std::nullopt;

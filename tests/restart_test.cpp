@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -42,6 +43,10 @@ TEST_CASE("restart_count is 0 outside a call and in every rank of a call without
     CHECK(mpify::restart_count() == 0);
     CHECK(mpify::ranch(3, in_library::fail_before_restart, -1, 0, std::string("throw")) == std::vector<int>{0, 1, 2});
     CHECK(mpify::restart_count() == 0);
+    // Exported by hand (or left by a parent), the variable is not mpify's outside a call.
+    ::setenv("MPIFY_RESTART_COUNT", "3", 1);
+    CHECK(mpify::restart_count() == 0);
+    ::unsetenv("MPIFY_RESTART_COUNT");
 }
 
 TEST_CASE("a worker killed on the first attempt: the call restarts and every rank knows it", "[restart]") {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 MPIFY_BEGIN_NAMESPACE
 namespace {
@@ -16,9 +17,13 @@ namespace {
 // The failures of one attempt, after `text` (which ends with ": ").
 std::string render_failures(std::string text, const std::vector<RankFailure>& failures) {
     if (failures.size() == 1) return text + failures.front().describe();
-    text += fmt::format("{} ranks failed; the first failure is listed first, later ones are "
-                        "often its consequences.",
-                        failures.size());
+    std::set<int> ranks;  // a rank can fail twice (the caller's: timed out, then threw)
+    for (const RankFailure& f : failures) ranks.insert(f.rank);
+    const std::string how_many = ranks.size() == failures.size()
+                                     ? fmt::format("{} ranks failed", ranks.size())
+                                     : fmt::format("{} {} failed, {} failures in all", ranks.size(),
+                                                   ranks.size() == 1 ? "rank" : "ranks", failures.size());
+    text += fmt::format("{}; the first failure is listed first, later ones are often its consequences.", how_many);
     for (const RankFailure& f : failures) text += "\n- " + f.describe();
     return text;
 }

@@ -170,7 +170,7 @@ std::vector<CollectiveCall> read_collective_record(pid_t pid) {
         std::istringstream fields(line);
         std::string range;
         fields >> range;
-        start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+        start = std::strtoull(range.substr(0, range.find('-')).c_str(), nullptr, 16);  // 0: not read
     }
     if (start == 0) return {};
     const UniqueFd mem(::open((proc + "/mem").c_str(), O_RDONLY | O_CLOEXEC));

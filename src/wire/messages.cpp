@@ -69,6 +69,7 @@ FailureInfo decode_failure(std::string_view payload) {
     failure.type = r.str("the exception's type");
     failure.what = r.str("its message");
     failure.when_ns = r.i64("when it was thrown");
+    r.expect_end();
     return failure;
 }
 

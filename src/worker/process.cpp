@@ -9,6 +9,7 @@
 #include "worker/stand_in.hpp"
 #include "worker/template_server.hpp"
 
+#include <mpify/interrupt.hpp>  // mpify_calls_running
 #include <mpify/process.hpp>
 
 #include <atomic>
@@ -31,6 +32,9 @@ void init(int /*argc*/, char** /*argv*/) {
 }
 
 int restart_count() {
+    // Outside any call the variable is not mpify's (exported by hand, or left by a parent):
+    // the answer is 0, as documented.
+    if (!is_worker() && mpify_calls_running() == 0) return 0;
     return static_cast<int>(detail::environment_number(detail::restart_count_env_var, 0,
                                                        detail::Malformed::use_fallback, "mpify", 0, INT_MAX));
 }

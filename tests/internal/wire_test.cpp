@@ -71,6 +71,8 @@ TEST_CASE("a truncated message is an error and not a crash", "[wire]") {
     CHECK(mpify::detail::decode_failure(payload).when_ns == 123);
     CHECK_THROWS_WITH(mpify::detail::decode_failure(payload.substr(0, payload.size() - 2)),
                       Catch::Contains("truncated"));
+    // Bytes after the report are not a report of this mpify's: refused, as by every decoder.
+    CHECK_THROWS(mpify::detail::decode_failure(payload + "x"));
 }
 
 TEST_CASE("a call frame built for arguments sent apart arrives as one call", "[wire]") {
