@@ -212,9 +212,8 @@ def signature_of(member):
         strong = "enum class" if member.get("strong") == "yes" else "enum"
         values = ", ".join(v.findtext("name") for v in member.findall("enumvalue"))
         return f"{strong} {name} {{ {values} }};"
-    if kind == "typedef":
-        return plain(member.find("definition")).replace("typedef ", "", 1) + ";" \
-            if plain(member.find("definition")).startswith("using") else plain(member.find("definition")) + ";"
+    if kind == "typedef":  # Doxygen writes an alias "using X = typedef T"
+        return plain(member.find("definition")).replace(" = typedef ", " = ", 1) + ";"
     definition = plain(member.find("definition")).strip()
     definition = re.sub(r"\b(mpify::)+(?=\w)", "", definition)
     args = plain(member.find("argsstring")).strip()
@@ -252,7 +251,7 @@ def member_declarations(compound):
     return found
 
 
-def class_declaration(compound, xml_dir):
+def class_declaration(compound):
     name = compound.findtext("compoundname")
     short = re.sub(r"^(mpify::(ddp::)?)", "", name)
     kind = compound.get("kind")
@@ -277,7 +276,7 @@ def read_declarations(xml_dir):
                     d.heading = f"{name.split('::', 1)[1]}::{d.heading}"
         elif kind in ("class", "struct", "union") and name.startswith("mpify::") and "::detail" not in name \
                 and "<" not in name:
-            declarations = [class_declaration(compound, xml_dir)]
+            declarations = [class_declaration(compound)]
         elif kind == "file":
             declarations = [d for d in member_declarations(compound) if d.signature.startswith("#define")]
         else:

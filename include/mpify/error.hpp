@@ -70,7 +70,8 @@ struct MPIFY_API RankFailure {
     /// it was not running then (it threw, it died) or stacks were not read.
     RankStack stack;
     /// One line, without the stderr tail: "rank 2 was killed by SIGSEGV (Segmentation
-    /// fault)"; a rank on another machine is "rank 2 on node1".
+    /// fault)"; a rank on another machine is "rank 2 on node1". What the rank said comes
+    /// with its control characters written out ("\x1b"), as in WorkerError::what().
     std::string headline() const;
     /// One paragraph: the headline, where the rank was (RankStack::summary) when its
     /// stack was read, then the last lines of the rank's stderr.

@@ -65,7 +65,9 @@ struct MPIFY_API RankStack {
     /// (or its stack was not read).
     std::vector<CollectiveCall> collectives;
 
-    /// Every thread, a frame per line: "#3 train_step at cnn.hpp:41 (libmodel.so)".
+    /// Every thread, a frame per line: "#3 train_step at cnn.hpp:41 (libmodel.so)". The
+    /// names come from the rank's files, with their control characters written out, as
+    /// in summary() and line_up_collectives().
     std::string describe() const;
     /// One line: the innermost frames of the rank's own thread that are in user code
     /// (neither the C or C++ runtime, LibTorch, nor mpify), innermost first:

@@ -1,6 +1,7 @@
 // Rendering failures into messages that say which rank, what happened, and what to do.
-// What the ranks said (their exceptions' messages, their stderr, their stacks) is made
-// printable first: the message is shown by a terminal or a notebook.
+// What the ranks said (their exceptions' messages, their stderr, their hosts; their stacks
+// and records by RankStack and line_up_collectives) is made printable where it is put into
+// text: the message is shown by a terminal or a notebook.
 #include "common/posix.hpp"
 #include "common/printable.hpp"
 
@@ -58,8 +59,8 @@ std::string stopped_ranks_text(const std::vector<RankFailure>& failures, const s
             std::any_of(failures.begin(), failures.end(), [&](const RankFailure& f) { return f.rank == stack.rank; });
         if (failed) continue;
         if (text.empty()) text = "\nwhere the ranks the call stopped were:";
-        text += fmt::format("\n- rank {}{}: {}", stack.rank, stack.host.empty() ? "" : " on " + stack.host,
-                            stack.summary());
+        text += fmt::format("\n- rank {}{}: {}", stack.rank,
+                            stack.host.empty() ? "" : " on " + detail::printable(stack.host), stack.summary());
     }
     return text;
 }
@@ -98,7 +99,7 @@ std::string RankFailure::headline() const {
             break;
         case Kind::lost: text = fmt::format("rank {} was lost: {}", rank, message); break;
     }
-    return text;
+    return detail::printable(text);
 }
 
 std::string RankFailure::describe() const {
@@ -107,7 +108,7 @@ std::string RankFailure::describe() const {
     if (!stderr_tail.empty()) {
         text += stderr_tail.size() == 1 ? std::string("; last line of its stderr:")
                                         : fmt::format("; last {} lines of its stderr:", stderr_tail.size());
-        for (const std::string& line : stderr_tail) text += "\n    " + line;
+        for (const std::string& line : stderr_tail) text += "\n    " + detail::printable(line);
     }
     return text;
 }
@@ -117,13 +118,12 @@ Interrupted::Interrupted(const std::string& message, std::vector<RankStack> stac
           std::string text = message;
           if (!stacks.empty()) text += "; where the ranks were:";
           for (const RankStack& stack : stacks) text += fmt::format("\n- rank {}: {}", stack.rank, stack.summary());
-          return detail::printable(text + collectives_text(stacks));
+          return text + collectives_text(stacks);
       }()),
       stacks_(std::move(stacks)) {}
 
 WorkerError::WorkerError(const std::string& context, std::vector<RankFailure> failures, std::vector<RankStack> stacks)
-    : Error(detail::printable(render(context, failures) + stopped_ranks_text(failures, stacks) +
-                              collectives_text(stacks))),
+    : Error(render(context, failures) + stopped_ranks_text(failures, stacks) + collectives_text(stacks)),
       failures_(std::move(failures)), stacks_(std::move(stacks)) {}
 
 MPIFY_END_NAMESPACE

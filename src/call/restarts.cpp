@@ -7,7 +7,6 @@
 #include "call/interrupt_watch.hpp"
 #include "call/shrinking_placement.hpp"
 #include "common/demangle.hpp"
-#include "common/printable.hpp"
 #include "contract/process_contract.hpp"
 
 #include <mpify/detail/restarts.hpp>
@@ -70,7 +69,7 @@ std::vector<RankFailure> failures_of_current_exception(const Options& options, i
 // "mpify: rank 1 was killed by SIGKILL (Killed); restart 1 of 3 on 4 ranks": one line
 // on the caller's stderr, which a notebook shows. `without`: the hosts left out.
 void say_restart(const RankFailure& cause, int restart, int restarts, int n, const std::vector<std::string>& without) {
-    std::string what = printable(cause.headline());
+    std::string what = cause.headline();
     what = what.substr(0, what.find('\n'));
     std::cerr << fmt::format("mpify: {}; restart {} of {} on {} ranks{}", what, restart, restarts, n,
                              without.empty() ? "" : fmt::format(", without {}", fmt::join(without, ", ")))

@@ -85,11 +85,7 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     stack.rank = target.rank;
     stack.host = target.host;
     std::vector<DumpedProcess> dumped = parse_stack_dump(output.output);
-    if (dumped.empty()) {
-        stack.unavailable = fmt::format("not read: mpify-stacks gave no answer ({})", output.how);
-        return stack;
-    }
-    DumpedProcess& process = dumped.front();
+    DumpedProcess process = dumped.empty() ? DumpedProcess{} : std::move(dumped.front());
     // The record comes first, before any stack: kept even when the stacks never came.
     stack.collectives = std::move(process.collectives);
     if (process.threads.empty() && process.error.empty()) {

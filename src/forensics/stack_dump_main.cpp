@@ -176,9 +176,14 @@ int on_frame(Dwfl_Frame* state, void* arg) {
     return unwinding.frames.size() < max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-// The process's stacks; its first line and record are printed (`announced`) as soon as
-// they are read.
-DumpedProcess dump(pid_t pid, bool& announced) {
+// Writes `text` to stdout at once; false if it could not.
+bool write_out(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0;
+}
+
+// The process's stacks; its record is printed as soon as it is read.
+DumpedProcess dump(pid_t pid) {
     DumpedProcess process;
     process.pid = pid;
     static const Dwfl_Callbacks callbacks = [] {
@@ -195,10 +200,9 @@ DumpedProcess dump(pid_t pid, bool& announced) {
     // Read while every thread is held: the record as it was where the stacks are; first,
     // for it is what a report of a hang needs most and costs nothing to read.
     process.collectives = read_collective_record(pid);
-    std::string record = process_line(pid, "");
+    std::string record;
     for (const mpify::CollectiveCall& call : process.collectives) record += call_line(call);
-    std::fwrite(record.data(), 1, record.size(), stdout);
-    announced = std::fflush(stdout) == 0;
+    write_out(record);  // a failed write shows when the rest is written
     Dwfl* dwfl = dwfl_begin(&callbacks);
     if (dwfl == nullptr) {
         process.error = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
@@ -248,15 +252,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: mpify-stacks [--within MILLISECONDS] PID...\n");
         return 2;
     }
+    // Each process: its first line, its record (as soon as it is read), its threads, then
+    // what of it could not be read.
     bool written = true;
     for (int i = first_pid; i < argc; ++i) {
-        bool announced = false;
-        const DumpedProcess process = dump(static_cast<pid_t>(std::atoi(argv[i])), announced);
-        std::string text = announced ? "" : process_line(process.pid, process.error);
+        const pid_t pid = static_cast<pid_t>(std::atoi(argv[i]));
+        written = write_out(process_line(pid, "")) && written;
+        const DumpedProcess process = dump(pid);
+        std::string text;
         for (const mpify::ThreadStack& thread : process.threads) text += thread_lines(thread);
-        if (announced && !process.error.empty()) text += error_line(process.error);
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        written = std::fflush(stdout) == 0 && written;
+        if (!process.error.empty()) text += error_line(process.error);
+        written = write_out(text) && written;
     }
     return written ? 0 : 1;
 }

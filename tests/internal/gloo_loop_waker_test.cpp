@@ -6,7 +6,7 @@
 #include "common/clock.hpp"
 #include "ddp/backends/gloo/gloo_loop_waker.hpp"
 #include "worker/fork_for_parent.hpp"  // thread_count
-#include "../thread_count_settling.hpp"
+#include "thread_count_settling.hpp"  // tests/
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
