@@ -17,7 +17,7 @@
 
 #include <data/fashion_mnist.hpp>
 #include <intro/cnn.hpp>
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/ddp.hpp>
 #include <mpify/ddp_guard.hpp>
@@ -37,6 +37,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+using namespace mpify::learner;
 
 namespace {
 
@@ -65,10 +67,10 @@ double seconds_from_death_to_restart(std::string death_file) {
 MPIFY_REGISTER(seconds_from_death_to_restart);
 
 // When an epoch's training batches began and when the last one ended (validation apart).
-class TrainingTime : public mpify_examples::Callback {
+class TrainingTime : public mpify::learner::Callback {
 public:
-    void before_epoch(const mpify_examples::Learner&, int, std::int64_t) override { begin = Clock::now(); }
-    void after_batch(const mpify_examples::Learner&, std::int64_t, double) override { end = Clock::now(); }
+    void before_epoch(const mpify::learner::Learner&, int, std::int64_t) override { begin = Clock::now(); }
+    void after_batch(const mpify::learner::Learner&, std::int64_t, double) override { end = Clock::now(); }
     Clock::time_point begin, end;
 };
 

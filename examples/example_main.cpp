@@ -1,6 +1,6 @@
 #include "example_main.hpp"
 
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <unistd.h>
 
@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+
+using namespace mpify::learner;
 
 namespace mpify_examples {
 
@@ -98,7 +100,7 @@ int report(const History* alone, const History& together, const std::string& met
     }
     const char* relation = goal == Goal::at_least ? ">=" : "<=";
     if (budgeted) {
-        std::printf("(batches capped by MPIFY_EXAMPLES_MAX_BATCHES: the target %s %.4f does not apply)\n", relation,
+        std::printf("(batches capped by MPIFY_LEARNER_MAX_BATCHES: the target %s %.4f does not apply)\n", relation,
                     target);
         return 0;
     }

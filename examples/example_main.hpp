@@ -1,8 +1,8 @@
 #pragma once
 // What the examples' command-line programs share: their options, and the closing
 // table that puts the single-process and the in_ddp run side by side.
-#include <learner/history.hpp>
-#include <visuals/pictures.hpp>
+#include <mpify/learner/history.hpp>
+#include <mpify/learner/pictures.hpp>
 
 #include <mpify/ddp_guard.hpp>
 
@@ -62,21 +62,23 @@ Result train_on_this_machine(const CommandLine& cli, const std::string& name, Re
 
 /// Prints a machine's part of a training across machines ("accuracy after E epochs on W
 /// ranks: A"). Returns the exit code: 0 when `accuracy` reached `target`, or when
-/// MPIFY_EXAMPLES_MAX_BATCHES cut the run short; else 1.
-int report_this_machine(const History& history, double target);
+/// MPIFY_LEARNER_MAX_BATCHES cut the run short; else 1.
+int report_this_machine(const mpify::learner::History& history, double target);
 
 /// Saves a run's pictures into cli.out_dir: <name>_losses.svg, and when there are
 /// images <name>_batch.svg and <name>_results.svg; prints where they went.
-void save_pictures(const CommandLine& cli, const std::string& name, const History& history,
-                   const std::vector<LabeledImage>& batch = {}, const std::vector<LabeledImage>& results = {});
+void save_pictures(const CommandLine& cli, const std::string& name, const mpify::learner::History& history,
+                   const std::vector<mpify::learner::LabeledImage>& batch = {},
+                   const std::vector<mpify::learner::LabeledImage>& results = {});
 
 /// Whether a metric must end above or below its target.
 enum class Goal { at_least, at_most };
 
 /// Prints both runs' final `metric`, their times and the speed-up (the in_ddp run alone
 /// when `alone` is null), and whether the target was reached. Returns the program's exit
-/// code: 0 when every run reached `target`, or when MPIFY_EXAMPLES_MAX_BATCHES cut the
+/// code: 0 when every run reached `target`, or when MPIFY_LEARNER_MAX_BATCHES cut the
 /// runs short (no target applies); else 1.
-int report(const History* alone, const History& together, const std::string& metric, double target, Goal goal);
+int report(const mpify::learner::History* alone, const mpify::learner::History& together, const std::string& metric,
+           double target, Goal goal);
 
 }  // namespace mpify_examples

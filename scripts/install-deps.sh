@@ -13,9 +13,10 @@ library=(
   libboost-dev libboost-serialization-dev libfmt-dev
   libsodium-dev                        # the secret and proofs of connect-back
   libdw-dev                            # mpify-stacks: where a hung rank is (elfutils)
+  zlib1g-dev                           # the Learner's pictures (PNG)
 )
 example=(
-  zlib1g-dev dataset-fashion-mnist     # the examples' pictures and data
+  dataset-fashion-mnist                # the examples' data
   python3 python3-venv                 # python3-venv: the LibTorch 2.x wheels (scripts/libtorch-wheel.sh)
 )
 notebook=(

@@ -26,7 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = ROOT / "include" / "mpify"
 OUT = ROOT / "docs" / "reference"
-PUBLIC_NAMESPACES = ("mpify", "mpify::ddp")
+PUBLIC_NAMESPACES = ("mpify", "mpify::ddp", "mpify::learner")
+# The folders of public headers under include/mpify/ (not detail/): the core's, the Learner's.
+HEADER_FOLDERS = (HEADERS, HEADERS / "learner")
 # Macros that exist only to build others (token pasting, stringizing) or the ABI's plumbing.
 INTERNAL_MACRO = re.compile(r"(^MPIFY_DETAIL_|_$|^MPIFY_ABI_(CONCAT|STRINGIFY))")
 
@@ -184,8 +186,11 @@ class Declaration:
 
 
 def location(element):
+    """The header (its path under include/mpify/, e.g. learner/learner.hpp) and the line."""
     spot = element.find("location")
-    return Path(spot.get("file")).name, int(spot.get("line", "0"))
+    file = Path(spot.get("file"))
+    return file.relative_to(HEADERS).as_posix() if file.is_absolute() else file.relative_to("include/mpify").as_posix(), \
+        int(spot.get("line", "0"))
 
 
 def template_prefix(element):
@@ -286,8 +291,14 @@ def read_declarations(xml_dir):
     return by_file
 
 
+def page_name(header):
+    """The page of a header: learner/learner.hpp's is learner/learner.md."""
+    return header.relative_to(HEADERS).with_suffix(".md").as_posix()
+
+
 def render_page(header, declarations):
-    lines = [f"# `<mpify/{header.name}>`", "", "[The reference](README.md) · generated from the header by "
+    index = "../" * page_name(header).count("/") + "README.md"
+    lines = [f"# `<mpify/{header.relative_to(HEADERS).as_posix()}>`", "", f"[The reference]({index}) · generated from the header by "
              "`scripts/reference.py`: edit the header's comments, not this page.", ""]
     opening = header_comment(header)
     if opening:
@@ -315,7 +326,8 @@ def render_index(headers):
              "comments by `scripts/reference.py` (Doxygen). The [manual](../README.md) explains; these pages list "
              "every declaration.", "", "| header | what it holds |", "|---|---|"]
     for header in headers:
-        lines.append(f"| [`<mpify/{header.name}>`]({header.stem}.md) | {first_sentence(header_comment(header))} |")
+        lines.append(f"| [`<mpify/{header.relative_to(HEADERS).as_posix()}>`]({page_name(header)}) | "
+                     f"{first_sentence(header_comment(header))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -334,7 +346,8 @@ def undocumented(by_file):
 def generate(scratch):
     """The pages, by file name, and the problems found (Doxygen's warnings, undocumented names)."""
     doxyfile = scratch / "Doxyfile"
-    doxyfile.write_text(DOXYFILE.format(headers=HEADERS, root=ROOT, out=scratch), encoding="utf-8")
+    doxyfile.write_text(DOXYFILE.format(headers=" ".join(str(folder) for folder in HEADER_FOLDERS), root=ROOT,
+                                        out=scratch), encoding="utf-8")
     run = subprocess.run(["doxygen", str(doxyfile)], capture_output=True, text=True)
     problems = []
     if run.returncode != 0:
@@ -344,10 +357,10 @@ def generate(scratch):
     problems += [line for line in warnings.splitlines() if line.strip()]
     by_file = read_declarations(scratch / "xml")
     problems += undocumented(by_file)
-    headers = sorted(HEADERS.glob("*.hpp"))
+    headers = [header for folder in HEADER_FOLDERS for header in sorted(folder.glob("*.hpp"))]
     pages = {"README.md": render_index(headers)}
     for header in headers:
-        pages[f"{header.stem}.md"] = render_page(header, by_file.get(header.name, []))
+        pages[page_name(header)] = render_page(header, by_file.get(header.relative_to(HEADERS).as_posix(), []))
     return pages, problems
 
 
@@ -364,16 +377,18 @@ def main(argv):
         print(problem)
     if not options.check:
         OUT.mkdir(exist_ok=True)
-        for stale in OUT.glob("*.md"):
-            if stale.name not in pages:
+        for stale in OUT.rglob("*.md"):
+            if stale.relative_to(OUT).as_posix() not in pages:
                 stale.unlink()
         for name, text in pages.items():
+            (OUT / name).parent.mkdir(parents=True, exist_ok=True)
             (OUT / name).write_text(text, encoding="utf-8")
         print(f"docs/reference/: {len(pages)} pages")
         return 1 if problems else 0
     stale = sorted(name for name, text in pages.items()
                    if not (OUT / name).is_file() or (OUT / name).read_text(encoding="utf-8") != text)
-    extra = sorted(p.name for p in OUT.glob("*.md") if p.name not in pages) if OUT.is_dir() else []
+    extra = sorted(name for name in (p.relative_to(OUT).as_posix() for p in OUT.rglob("*.md")) if name not in pages) \
+        if OUT.is_dir() else []
     for name in stale:
         print(f"docs/reference/{name} is not what the headers make: run python3 scripts/reference.py")
     for name in extra:

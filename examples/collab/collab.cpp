@@ -1,10 +1,12 @@
 #include "collab.hpp"
 
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/registry.hpp>
 
 #include <torch/torch.h>
+
+using namespace mpify::learner;
 
 namespace mpify_examples {
 namespace collab {

@@ -4,7 +4,7 @@
 // with a fixed seed: rating = mean + user bias + item bias + <user factors, item
 // factors> + Gaussian noise. The noise is the floor no model can beat, and the example
 // reports its RMSE next to it. Free of LibTorch, like intro.hpp.
-#include <learner/history.hpp>
+#include <mpify/learner/history.hpp>
 
 #include <cstdint>
 #include <string>
@@ -50,7 +50,7 @@ struct Prediction {
 
 /// What train returns (from rank 0 under in_ddp).
 struct Result {
-    History history;                      ///< metric: rmse on the held-out ratings
+    mpify::learner::History history;                      ///< metric: rmse on the held-out ratings
     double noise_floor = 0;               ///< RMSE of the true ratings without noise, held-out set
     double mean_baseline = 0;             ///< RMSE of always predicting the mean training rating
     std::vector<Prediction> predictions;  ///< the first 8 held-out ratings

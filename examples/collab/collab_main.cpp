@@ -10,6 +10,7 @@
 
 #include <cstdio>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 
 int main(int argc, char** argv) {

@@ -3,12 +3,14 @@
 #include "cnn.hpp"
 
 #include <data/fashion_mnist.hpp>
-#include <learner/learner.hpp>
-#include <visuals/tensor_image.hpp>
+#include <mpify/learner/learner.hpp>
+#include <mpify/learner/tensor_image.hpp>
 
 #include <mpify/registry.hpp>
 
 #include <torch/torch.h>
+
+using namespace mpify::learner;
 
 namespace mpify_examples {
 namespace intro {

@@ -1,7 +1,7 @@
 #pragma once
 // Example 1, "intro": a small CNN learns Fashion-MNIST (fastai lesson 1 in spirit).
 // Free of LibTorch: a notebook includes this, ranches train, and looks at the result.
-#include <learner/history.hpp>
+#include <mpify/learner/history.hpp>
 
 #include <cstdint>
 #include <string>
@@ -51,7 +51,7 @@ struct Prediction {
 };
 
 /// What train returns: the history and the predictions for the first 8 test images.
-using Result = TrainingResult<Prediction>;
+using Result = mpify::learner::TrainingResult<Prediction>;
 
 /// Trains the CNN; alone in this process, or in every rank of mpify::in_ddp.
 /// Registered with MPIFY_REGISTER in the examples library.

@@ -8,13 +8,14 @@
 
 #include "example_main.hpp"
 
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/mpify.hpp>
 
 #include <cmath>
 #include <cstdio>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 
 namespace {
@@ -36,7 +37,7 @@ int compare_precisions(const CommandLine& cli) {
     std::printf("%-11s %12.4f %10.1f\n", "float32", float32_accuracy, float32.history.seconds);
     std::printf("%-11s %12.4f %10.1f\n", "bfloat16", bfloat16_accuracy, bfloat16.history.seconds);
     if (LearnerOptions::max_batches_from_environment() > 0) {
-        std::printf("(batches capped by MPIFY_EXAMPLES_MAX_BATCHES: no check applies)\n");
+        std::printf("(batches capped by MPIFY_LEARNER_MAX_BATCHES: no check applies)\n");
         return 0;
     }
     const bool reached = float32_accuracy >= intro::target_accuracy && bfloat16_accuracy >= intro::target_accuracy;

@@ -3,7 +3,7 @@
 // Fashion-MNIST images. Each sample is two images side by side; its labels are the
 // set of classes present (one class when both images share it). Sigmoid outputs, a
 // threshold decides each label. Free of LibTorch, like intro.hpp.
-#include <learner/history.hpp>
+#include <mpify/learner/history.hpp>
 
 #include <cstdint>
 #include <string>
@@ -40,7 +40,7 @@ struct Prediction {
 };
 
 /// What train returns: the history and the predictions the first 8 test pairs.
-using Result = TrainingResult<Prediction>;
+using Result = mpify::learner::TrainingResult<Prediction>;
 
 /// Trains the multi-label CNN, alone or in every rank of mpify::in_ddp.
 Result train(Config config);

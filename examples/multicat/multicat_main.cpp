@@ -11,6 +11,7 @@
 
 #include <cstdio>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 
 namespace {

@@ -4,8 +4,8 @@
 
 #include <data/fashion_mnist.hpp>
 #include <intro/intro.hpp>
-#include <learner/interpretation.hpp>
-#include <learner/learner.hpp>
+#include <mpify/learner/interpretation.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/ddp.hpp>
 #include <mpify/registry.hpp>
@@ -14,6 +14,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+
+using namespace mpify::learner;
 
 namespace mpify_examples {
 namespace resnet {

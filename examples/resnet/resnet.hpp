@@ -3,9 +3,9 @@
 // norms are mpify::SyncBatchNorm2d, so every rank normalizes with the whole global batch;
 // the learning rate comes from lr_find; the result carries the finder's curve, the
 // confusion matrix and the worst predictions. Free of LibTorch: a notebook includes this.
-#include <learner/confusion.hpp>
-#include <learner/history.hpp>
-#include <learner/lr_finder.hpp>
+#include <mpify/learner/confusion.hpp>
+#include <mpify/learner/history.hpp>
+#include <mpify/learner/lr_finder.hpp>
 
 #include <cstdint>
 #include <string>
@@ -33,13 +33,13 @@ struct Config {
 
 /// What train returns (every rank has the same; rank 0's comes back from in_ddp).
 struct Result {
-    History history;
-    LrFinderResult finder;              ///< the sweep before training
+    mpify::learner::History history;
+    mpify::learner::LrFinderResult finder;              ///< the sweep before training
     double finder_seconds = 0;          ///< how long lr_find took
     double max_lr = 0;                  ///< the peak rate the fit used
     std::int64_t sync_norms = 0;        ///< SyncBatchNorm2d layers in the model (0 alone: BatchNorm2d)
-    ConfusionMatrix confusion;          ///< on the test set
-    std::vector<TopLoss> top_losses;    ///< the 9 test images of largest loss, with their pictures
+    mpify::learner::ConfusionMatrix confusion;          ///< on the test set
+    std::vector<mpify::learner::TopLoss> top_losses;    ///< the 9 test images of largest loss, with their pictures
 
     template <class Archive>
     void serialize(Archive& ar, const unsigned int /*version*/) {

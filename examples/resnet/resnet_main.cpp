@@ -6,13 +6,14 @@
 
 #include "example_main.hpp"
 
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/mpify.hpp>
 
 #include <algorithm>
 #include <cstdio>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 
 int main(int argc, char** argv) {

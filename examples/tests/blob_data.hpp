@@ -1,7 +1,7 @@
 #pragma once
 // Data a classifier's tests use: three classes of points around three centres, close
 // enough that a linear model gets most, not all, right.
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <torch/torch.h>
 
@@ -10,7 +10,7 @@
 namespace mpify_examples::testing {
 
 /// n points (2 features) of 3 classes, drawn from `seed`.
-inline DataSet blobs(std::int64_t n, std::uint64_t seed) {
+inline mpify::learner::DataSet blobs(std::int64_t n, std::uint64_t seed) {
     auto gen = at::detail::createCPUGenerator(seed);
     const at::Tensor labels = torch::randint(0, 3, {n}, gen, torch::kLong);
     const at::Tensor centres = torch::tensor({{0.0f, 1.0f}, {1.0f, -0.5f}, {-1.0f, -0.5f}});

@@ -2,7 +2,7 @@
 // where the fit never stopped would; a bad file is an error naming it; a crash during a
 // write leaves the previous checkpoint whole.
 #include <learner/checkpoint_file.hpp>
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include "line_data.hpp"
 #include "scratch_folder.hpp"
@@ -20,6 +20,7 @@
 #include <fstream>
 #include <stdexcept>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 using mpify_examples::testing::line;
 using mpify_examples::testing::ScratchFolder;
@@ -176,8 +177,7 @@ TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming 
 
     const std::string foreign = (dir / "tensor.pt").string();
     torch::save(torch::ones({3}), foreign);
-    CHECK_THROWS_WITH(trained.learn->load(foreign),
-                      Contains(foreign) && Contains("not one the examples' Learner wrote"));
+    CHECK_THROWS_WITH(trained.learn->load(foreign), Contains(foreign) && Contains("not one mpify's Learner wrote"));
 
     const std::string newer = (dir / "newer.pt").string();
     torch::serialize::OutputArchive archive;

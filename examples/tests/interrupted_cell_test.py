@@ -22,14 +22,14 @@ FIRST_EPOCH_LINE = re.compile(r"^1\s+\d+\s+\d+\.\d+", re.M)  # epoch 1's row of 
 class InterruptedCell(KernelTest):
     @classmethod
     def setUpClass(cls):
-        super().setUpClass()  # the kernel takes MPIFY_EXAMPLES_MAX_BATCHES (short epochs) from ctest
+        super().setUpClass()  # the kernel takes MPIFY_LEARNER_MAX_BATCHES (short epochs) from ctest
         messages, reply = cls.kernel.run(
             '#pragma cling add_include_path("{include}")\n#pragma cling add_include_path("{examples}")\n'
             '#pragma cling add_library_path("{lib}")\n#pragma cling load("libmpify_examples")'.format(
                 include=kernel_client.ARGS.include_dir, examples=EXAMPLES, lib=kernel_client.ARGS.lib_dir))
         assert reply["status"] == "ok", messages
         messages, reply = cls.kernel.run("#include <mpify/mpify.hpp>\n#include <mpify/ddp_guard.hpp>\n"
-                                         "#include <intro/intro.hpp>\nusing namespace mpify_examples;")
+                                         "#include <intro/intro.hpp>\nusing namespace mpify_examples;\nusing namespace mpify::learner;")
         assert reply["status"] == "ok", messages
 
     def test_an_interrupted_training_cell_run_again_resumes(self):

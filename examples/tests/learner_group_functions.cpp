@@ -2,7 +2,7 @@
 
 #include "blob_data.hpp"
 
-#include <learner/learner.hpp>
+#include <mpify/learner/learner.hpp>
 
 #include <mpify/ddp.hpp>
 
@@ -10,6 +10,8 @@
 
 #include <stdexcept>
 #include <string>
+
+using namespace mpify::learner;
 
 namespace mpify_examples::testing {
 namespace {

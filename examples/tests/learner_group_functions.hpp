@@ -2,7 +2,7 @@
 // Learner runs the examples' tests make alone (called directly) and in a group (through
 // in_ddp): the same function either way, since the Learner trains in whatever group is
 // active. In a shared library, registered, as in_ddp's functions must be.
-#include <learner/lr_finder.hpp>
+#include <mpify/learner/lr_finder.hpp>
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/mpify.hpp>
@@ -21,7 +21,7 @@ std::vector<at::Tensor> predictions_of_25();
 /// lr_find over blobs with `batch_size` a rank, the rates up to `end_lr`. In a group, every
 /// rank checks that its weights came back and that it stopped where every other rank did
 /// (else it throws).
-LrFinderResult find_lr(std::int64_t batch_size, double end_lr);
+mpify::learner::LrFinderResult find_lr(std::int64_t batch_size, double end_lr);
 
 /// fit(2, 0.05) of a linear classifier on 200 blobs, batches of `batch_size` a rank in groups
 /// of `accumulate`: the weight and bias after.

@@ -1,6 +1,6 @@
 // The training layer the examples share: schedule, metrics, history, the loop itself.
-#include <learner/learner.hpp>
-#include <learner/one_cycle.hpp>
+#include <mpify/learner/learner.hpp>
+#include <mpify/learner/one_cycle.hpp>
 
 #include "line_data.hpp"
 
@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 using Catch::Matchers::Contains;
 
@@ -58,12 +59,12 @@ TEST_CASE("History::final names the metrics it has when asked for another", "[le
     CHECK_THROWS_WITH(h.final("rmse"), Contains("recorded: train_loss, valid_loss, accuracy"));
 }
 
-TEST_CASE("MPIFY_EXAMPLES_MAX_BATCHES must be a non-negative integer", "[learner]") {
-    ::setenv("MPIFY_EXAMPLES_MAX_BATCHES", "12", 1);
+TEST_CASE("MPIFY_LEARNER_MAX_BATCHES must be a non-negative integer", "[learner]") {
+    ::setenv("MPIFY_LEARNER_MAX_BATCHES", "12", 1);
     CHECK(LearnerOptions::max_batches_from_environment() == 12);
-    ::setenv("MPIFY_EXAMPLES_MAX_BATCHES", "lots", 1);
+    ::setenv("MPIFY_LEARNER_MAX_BATCHES", "lots", 1);
     CHECK_THROWS_WITH(LearnerOptions::max_batches_from_environment(), Contains("not \"lots\""));
-    ::unsetenv("MPIFY_EXAMPLES_MAX_BATCHES");
+    ::unsetenv("MPIFY_LEARNER_MAX_BATCHES");
     CHECK(LearnerOptions::max_batches_from_environment() == 0);
 }
 

@@ -1,9 +1,9 @@
 // get_preds, ClassificationInterpretation, lr_find and their pictures, alone and under
 // in_ddp (with the functions of learner_group_functions.cpp); and under in_ddp, the
 // Learner's gradient accumulation and EarlyStopping.
-#include <learner/interpretation.hpp>
-#include <learner/learner.hpp>
-#include <visuals/pictures.hpp>
+#include <mpify/learner/interpretation.hpp>
+#include <mpify/learner/learner.hpp>
+#include <mpify/learner/pictures.hpp>
 
 #include "blob_data.hpp"
 #include "learner_group_functions.hpp"
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 using namespace mpify_examples::testing;
 using Catch::Matchers::Contains;

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <sstream>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -23,7 +24,7 @@ TEST_CASE("a rank killed in epoch 2 of 3: in_ddp restarts, resumes and ends as t
     const mpify_examples::testing::ScratchFolder scratch("mpify_restart_resume", "runs");
     const fs::path& root = scratch.path();
     mpify::Options options;
-    options.env["MPIFY_EXAMPLES_MAX_BATCHES"] = "8";
+    options.env["MPIFY_LEARNER_MAX_BATCHES"] = "8";
     intro::Config config;
     config.epochs = 3;
     config.checkpoint_dir = (root / "whole").string();

@@ -1,8 +1,8 @@
 // The pictures and the progress bar of examples/visuals/.
-#include <learner/learner.hpp>
-#include <visuals/pictures.hpp>
-#include <visuals/progress_bar.hpp>
-#include <visuals/tensor_image.hpp>
+#include <mpify/learner/learner.hpp>
+#include <mpify/learner/pictures.hpp>
+#include <mpify/learner/progress_bar.hpp>
+#include <mpify/learner/tensor_image.hpp>
 
 #include <torch/torch.h>
 
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 
+using namespace mpify::learner;
 using namespace mpify_examples;
 using Catch::Matchers::Contains;
 

@@ -278,7 +278,7 @@ def slurm_cases(caller, hostlist, remote_caller, example, notebook):
         if example:
             # The example's own sbatch script, from the repository's root (batches capped).
             job = subprocess.run(["sbatch", "--wait", f"--chdir={example}", f"--output={cluster.folder}/intro.out",
-                                  "--export=ALL,MASTER_ADDR=127.0.0.1,MPIFY_EXAMPLES_MAX_BATCHES=5",
+                                  "--export=ALL,MASTER_ADDR=127.0.0.1,MPIFY_LEARNER_MAX_BATCHES=5",
                                   "examples/launch/intro.sbatch"], env=cluster.env, capture_output=True, text=True,
                                  timeout=600)
             with open(f"{cluster.folder}/intro.out") as out:
@@ -473,7 +473,7 @@ def notebook_on_allocation_case(cluster, notebook):
         return
     runner, source, out = notebook
     try:
-        inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]", MPIFY_EXAMPLES_MAX_BATCHES="5",
+        inside = dict(env, SLURM_JOB_ID=job, SLURM_JOB_NODELIST="n[1-2]", MPIFY_LEARNER_MAX_BATCHES="5",
                       MPIFY_CACHE_DIR=cluster.caller_cache)
         del inside["MPIFY_TEST_CALLER_ADDRESS"]
         workdir = os.path.join(cluster.folder, "notebook")

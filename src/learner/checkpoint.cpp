@@ -1,0 +1,252 @@
+#include "learner/checkpoint.hpp"
+
+#include <torch/torch.h>
+
+#include <boost/archive/binary_iarchive.hpp>
+#include <boost/archive/binary_oarchive.hpp>
+#include <c10/util/Type.h>
+
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+MPIFY_BEGIN_NAMESPACE
+namespace learner {
+namespace {
+
+constexpr const char* format_name = "mpify-learner";
+
+std::runtime_error bad_file(const std::string& path, const std::string& what) {
+    return std::runtime_error("checkpoint " + path + ": " + what);
+}
+
+// The model's tensors in a fixed order, and one line per tensor naming it and its shape:
+// what a checkpoint is checked against before anything is loaded.
+struct Layout {
+    std::vector<at::Tensor> tensors;
+    std::vector<std::string> lines;
+};
+
+std::string shape_of(const at::Tensor& t) {
+    std::string text = "[";
+    for (std::int64_t d = 0; d < t.dim(); ++d) text += (d ? ", " : "") + std::to_string(t.size(d));
+    return text + "]";
+}
+
+Layout layout_of(const torch::nn::Module& model) {
+    Layout layout;
+    for (const auto& item : model.named_parameters()) {
+        layout.tensors.push_back(item.value());
+        layout.lines.push_back("parameter " + item.key() + " " + shape_of(item.value()));
+    }
+    for (const auto& item : model.named_buffers()) {
+        layout.tensors.push_back(item.value());
+        layout.lines.push_back("buffer " + item.key() + " " + shape_of(item.value()));
+    }
+    return layout;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    return text;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// "parameter conv1.weight" of "parameter conv1.weight [32, 1, 3, 3]".
+std::string name_part(const std::string& line) { return line.substr(0, line.rfind(" [")); }
+
+// The first difference between the saved layout and the model's, as a sentence.
+std::string first_difference(const std::vector<std::string>& saved, const std::vector<std::string>& here) {
+    for (std::size_t i = 0; i < std::max(saved.size(), here.size()); ++i) {
+        if (i >= saved.size()) return "this model has " + here[i] + ", which the file lacks";
+        if (i >= here.size()) return "the file has " + saved[i] + ", which this model lacks";
+        if (saved[i] == here[i]) continue;
+        if (name_part(saved[i]) == name_part(here[i]))
+            return name_part(here[i]) + " is " + saved[i].substr(saved[i].rfind(" [") + 1) + " in the file and " +
+                   here[i].substr(here[i].rfind(" [") + 1) + " in this model";
+        return "the file has " + saved[i] + " where this model has " + here[i];
+    }
+    return "";
+}
+
+void write_model(torch::serialize::OutputArchive& archive, const torch::nn::Module& model, const char* kind) {
+    archive.write("format", c10::IValue(std::string(format_name)));
+    archive.write("version", c10::IValue(checkpoint_format));
+    archive.write("kind", c10::IValue(std::string(kind)));
+    const Layout layout = layout_of(model);
+    archive.write("layout", c10::IValue(joined(layout.lines)));
+    for (std::size_t i = 0; i < layout.tensors.size(); ++i)
+        archive.write("tensor" + std::to_string(i), layout.tensors[i].detach(), /*is_buffer=*/true);
+}
+
+std::string archive_bytes(torch::serialize::OutputArchive& archive) {
+    std::ostringstream out;
+    archive.save_to(out);
+    return out.str();
+}
+
+std::string optimizer_kind(const torch::optim::Optimizer& optimizer) { return c10::demangle(typeid(optimizer).name()); }
+
+// Reads a value the header or position must have.
+c10::IValue required(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
+    c10::IValue value;
+    if (!archive.try_read(key, value))
+        throw bad_file(path, "it has no '" + key + "': it is damaged, or not a checkpoint");
+    return value;
+}
+
+// Opens the archive and checks what file it is and that its model fits `model`; loads
+// the model's tensors.
+torch::serialize::InputArchive open_and_load_model(const std::string& path, const std::string& bytes,
+                                                   torch::nn::Module& model) {
+    torch::serialize::InputArchive archive;
+    try {
+        archive.load_from(bytes.data(), bytes.size());
+    } catch (const std::exception& e) {
+        const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+        const std::string reason = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+        throw bad_file(path, (bytes.empty() ? "the file is empty"
+                                            : "it is not a LibTorch archive, or it is truncated "
+                                              "or damaged") +
+                                 std::string(" (") + reason.substr(0, reason.find('\n')) + ")");
+    }
+    c10::IValue format;
+    if (!archive.try_read("format", format) || !format.isString() || format.toStringRef() != format_name)
+        throw bad_file(path, "it is a LibTorch archive, but not one mpify's Learner wrote");
+    const std::int64_t version = required(archive, path, "version").toInt();
+    if (version > checkpoint_format)
+        throw bad_file(path, "it was written in format " + std::to_string(version) + ", newer than this build reads (" +
+                                 std::to_string(checkpoint_format) + "): load it with the version that wrote it");
+    const std::vector<std::string> saved = split_lines(required(archive, path, "layout").toStringRef());
+    Layout here = layout_of(model);
+    const std::string difference = first_difference(saved, here.lines);
+    if (!difference.empty()) throw bad_file(path, "it holds another model: " + difference);
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < here.tensors.size(); ++i) {
+        at::Tensor value;
+        if (!archive.try_read("tensor" + std::to_string(i), value, /*is_buffer=*/true))
+            throw bad_file(path, "the values of " + here.lines[i] + " are missing: it is damaged");
+        here.tensors[i].copy_(value);
+    }
+    return archive;
+}
+
+}  // namespace
+
+at::Tensor bytes_as_tensor(const std::string& bytes) {
+    at::Tensor t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
+    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data_ptr<std::uint8_t>()));
+    return t;
+}
+
+std::string tensor_as_bytes(const at::Tensor& tensor) {
+    const at::Tensor c = tensor.contiguous();
+    return std::string(reinterpret_cast<const char*>(c.data_ptr<std::uint8_t>()), static_cast<std::size_t>(c.numel()));
+}
+
+std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                             const FitPosition& position, const History& history) {
+    torch::serialize::OutputArchive archive;
+    write_model(archive, model, "checkpoint");
+    if (optimizer != nullptr) {
+        archive.write("optimizer_kind", c10::IValue(optimizer_kind(*optimizer)));
+        torch::serialize::OutputArchive state;
+        optimizer->save(state);
+        archive.write("optimizer", state);
+    }
+    archive.write("schedule", c10::IValue(position.schedule));
+    archive.write("epochs", c10::IValue(static_cast<std::int64_t>(position.epochs)));
+    archive.write("lr", c10::IValue(position.lr));
+    archive.write("epoch", c10::IValue(static_cast<std::int64_t>(position.epoch)));
+    archive.write("batch", c10::IValue(position.batch));
+    archive.write("batches_per_epoch", c10::IValue(position.batches_per_epoch));
+    archive.write("world_size", c10::IValue(static_cast<std::int64_t>(position.world_size)));
+    archive.write("seed", c10::IValue(static_cast<std::int64_t>(position.seed)));
+    archive.write("partial_loss_sum", c10::IValue(position.partial_loss_sum));
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        archive.write("rng", generator.get_state(), /*is_buffer=*/true);
+    }
+    std::ostringstream history_bytes;
+    {
+        boost::archive::binary_oarchive out(history_bytes);
+        out << history;
+    }
+    archive.write("history", bytes_as_tensor(history_bytes.str()), /*is_buffer=*/true);
+    return archive_bytes(archive);
+}
+
+std::string export_bytes(const torch::nn::Module& model) {
+    torch::serialize::OutputArchive archive;
+    write_model(archive, model, "export");
+    return archive_bytes(archive);
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
+                                 torch::optim::Optimizer* optimizer) {
+    torch::serialize::InputArchive archive = open_and_load_model(path, bytes, model);
+    if (required(archive, path, "kind").toStringRef() != "checkpoint")
+        throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
+    LoadedCheckpoint loaded;
+    c10::IValue kind;
+    loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
+    if (optimizer != nullptr && loaded.has_optimizer) {
+        if (kind.toStringRef() != optimizer_kind(*optimizer))
+            throw bad_file(path, "it holds the state of a " + kind.toStringRef() +
+                                     " optimizer, and this Learner "
+                                     "trains with " +
+                                     optimizer_kind(*optimizer));
+        torch::serialize::InputArchive state;
+        archive.read("optimizer", state);
+        try {
+            optimizer->load(state);
+        } catch (const c10::Error& e) {
+            const std::string reason = e.what_without_backtrace();
+            throw bad_file(path, "its optimizer state does not fit this optimizer (" +
+                                     reason.substr(0, reason.find('\n')) + ")");
+        }
+    }
+    FitPosition& p = loaded.position;
+    p.schedule = required(archive, path, "schedule").toStringRef();
+    p.epochs = static_cast<int>(required(archive, path, "epochs").toInt());
+    p.lr = required(archive, path, "lr").toDouble();
+    p.epoch = static_cast<int>(required(archive, path, "epoch").toInt());
+    p.batch = required(archive, path, "batch").toInt();
+    p.batches_per_epoch = required(archive, path, "batches_per_epoch").toInt();
+    p.world_size = static_cast<int>(required(archive, path, "world_size").toInt());
+    p.seed = static_cast<std::uint64_t>(required(archive, path, "seed").toInt());
+    p.partial_loss_sum = required(archive, path, "partial_loss_sum").toDouble();
+    at::Tensor rng;
+    archive.read("rng", rng, /*is_buffer=*/true);
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_state(rng);
+    }
+    at::Tensor history;
+    archive.read("history", history, /*is_buffer=*/true);
+    try {
+        std::istringstream in(tensor_as_bytes(history));
+        boost::archive::binary_iarchive read(in);
+        read >> loaded.history;
+    } catch (const std::exception& e) {
+        throw bad_file(path, std::string("its History cannot be read (") + e.what() + "): it is damaged");
+    }
+    return loaded;
+}
+
+void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model) {
+    open_and_load_model(path, bytes, model);
+}
+
+}  // namespace learner
+MPIFY_END_NAMESPACE

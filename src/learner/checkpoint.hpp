@@ -1,0 +1,58 @@
+#pragma once
+// What a Learner's checkpoint holds and how it is laid out in one LibTorch archive: a
+// header (what file this is, its format version), the model's parameters and buffers
+// with their names and shapes, the optimizer's state, where the fit stands, the RNG, and
+// the History so far. Loading checks the header and the model's shapes before touching
+// anything, so a foreign or damaged file is an error naming the file, never a crash or a
+// silent start from scratch.
+#include <mpify/learner/fit_position.hpp>
+#include <mpify/learner/history.hpp>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+MPIFY_BEGIN_NAMESPACE
+namespace learner {
+
+/// The format version this build writes and reads.
+constexpr std::int64_t checkpoint_format = 1;
+
+/// A checkpoint's bytes: `model` (the user's module, not a DDP wrapper), the optimizer
+/// when there is one, `position`, this process's RNG state and `history`.
+std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                             const FitPosition& position, const History& history);
+
+/// An export's bytes: the model alone, for load_model.
+std::string export_bytes(const torch::nn::Module& model);
+
+/// What load_checkpoint found besides the model, which it loaded.
+struct LoadedCheckpoint {
+    FitPosition position;
+    History history;
+    bool has_optimizer = false;
+};
+
+/// A byte string as a tensor of uint8 (to send it to other ranks), and back.
+at::Tensor bytes_as_tensor(const std::string& bytes);
+std::string tensor_as_bytes(const at::Tensor& tensor);
+
+/// Reads the checkpoint `bytes` (of file `path`, for messages): checks its header and
+/// the model's names and shapes, then loads the model, the optimizer (when given and
+/// saved), and the RNG state. Throws std::runtime_error naming `path` and what does not
+/// match.
+LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
+                                 torch::optim::Optimizer* optimizer);
+
+/// Loads the model of an export (or a checkpoint) in `bytes` into `model`; the same checks.
+void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model);
+
+}  // namespace learner
+MPIFY_END_NAMESPACE

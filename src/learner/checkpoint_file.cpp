@@ -1,0 +1,88 @@
+#include "learner/checkpoint_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+MPIFY_BEGIN_NAMESPACE
+namespace learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::runtime_error write_error(const fs::path& folder, const std::string& what, int error) {
+    return std::runtime_error(
+        "cannot write checkpoints in " + folder.string() + ": " + what + ": " + std::strerror(error) +
+        (error == ENOSPC ? " (the disk is full: free space or choose another folder)"
+         : error == EROFS || error == EACCES || error == EPERM ? " (choose a folder this user can write)"
+                                                               : ""));
+}
+
+// Writes all of `bytes` to `fd` and flushes them to disk; false with errno set on failure.
+bool write_all_and_sync(int fd, const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return ::fsync(fd) == 0;
+}
+
+// So that the rename itself survives a power cut.
+void sync_folder(const fs::path& folder) {
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+    const fs::path target(path);
+    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const fs::path temporary = folder / ("." + target.filename().string() + ".partial-" + std::to_string(::getpid()));
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw write_error(folder, "creating " + temporary.filename().string(), errno);
+    if (!write_all_and_sync(fd, bytes)) {
+        const int error = errno;
+        ::close(fd);
+        ::unlink(temporary.c_str());
+        throw write_error(folder, "writing " + temporary.filename().string(), error);
+    }
+    ::close(fd);
+    if (::rename(temporary.c_str(), target.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        throw write_error(folder, "renaming the new checkpoint to " + target.filename().string(), error);
+    }
+    sync_folder(folder);
+}
+
+void check_writable_folder(const std::string& folder) {
+    std::error_code error;
+    fs::create_directories(folder, error);
+    if (error) throw write_error(folder, "creating the folder", error.value());
+    write_file_atomically((fs::path(folder) / ".write-test").string(), "mpify");
+    fs::remove(fs::path(folder) / ".write-test", error);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (in.bad()) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    return bytes.str();
+}
+
+}  // namespace learner
+MPIFY_END_NAMESPACE

@@ -1,0 +1,447 @@
+#include <mpify/learner/learner.hpp>
+
+#include "learner/checkpoint_file.hpp"
+#include <mpify/learner/one_cycle.hpp>
+
+#include <mpify/learner/progress_bar.hpp>
+
+#include <mpify/ddp.hpp>
+#include <mpify/distributed_sampler.hpp>
+#include <mpify/process.hpp>
+
+#include <ATen/autocast_mode.h>
+#include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
+#include <torch/torch.h>
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <limits>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+MPIFY_BEGIN_NAMESPACE
+namespace learner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Sets every parameter group's learning rate and Adam's beta1.
+void apply(torch::optim::AdamW& optimizer, double lr, double momentum) {
+    for (auto& group : optimizer.param_groups()) {
+        auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+        options.lr(lr);
+        options.betas({momentum, std::get<1>(options.betas())});
+    }
+}
+
+// LibTorch allocates tens of MB of temporaries per batch (a convolution's unfolded
+// input, for one), which glibc maps fresh and unmaps again each time, and first touch
+// of a fresh 4 KiB page costs a page fault: that was most of the training time
+// (benchmarks/README.md, "The caller's own rank"). Served from the heap and never given
+// back, every batch reuses the memory of the batch before. Process-wide, and harmless to
+// set more than once.
+void keep_freed_memory() {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
+// While it lives, CPU operations that autocast covers run in bfloat16 (when asked for):
+// the C++ counterpart of Python's torch.autocast("cpu", dtype=torch.bfloat16).
+class CpuAutocast {
+public:
+    explicit CpuAutocast(Precision precision)
+        : on_(precision == Precision::bfloat16), was_enabled_(mpify::detail::cpu_autocast_enabled()),
+          was_type_(mpify::detail::cpu_autocast_dtype()) {
+        if (!on_) return;
+        mpify::detail::set_cpu_autocast(true, at::kBFloat16);
+        at::autocast::increment_nesting();
+    }
+    ~CpuAutocast() {
+        if (!on_) return;
+        if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+        mpify::detail::set_cpu_autocast(was_enabled_, was_type_);
+    }
+    CpuAutocast(const CpuAutocast&) = delete;
+    CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+private:
+    bool on_;
+    bool was_enabled_;
+    at::ScalarType was_type_;
+};
+
+// Whether this CPU has what oneDNN's bfloat16 kernels need to be fast (AVX-512 with its
+// byte/word, vector-length and double/quad extensions). Without it, LibTorch 1.13 runs
+// bfloat16 convolutions several times slower than float32 (benchmarks/README.md,
+// "Compression hooks and bfloat16").
+bool fast_bfloat16_cpu() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return true;  // not x86: no known trap to warn of
+#endif
+}
+
+}  // namespace
+
+std::int64_t LearnerOptions::max_batches_from_environment() {
+    const char* text = std::getenv("MPIFY_LEARNER_MAX_BATCHES");
+    if (text == nullptr || *text == '\0') return 0;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end != '\0' || value < 0)
+        throw std::invalid_argument(std::string("MPIFY_LEARNER_MAX_BATCHES must be a non-negative integer, not \"") +
+                                    text + "\"");
+    return value;
+}
+
+AnyModel::AnyModel(std::shared_ptr<torch::nn::Module> model, std::function<at::Tensor(const at::Tensor&)> forward)
+    : forward_(std::move(forward)) {
+    register_module("model", std::move(model));
+}
+
+Learner::Learner(DataLoaders data, std::shared_ptr<AnyModel> model, LossFunction loss, std::vector<Metric> metrics,
+                 LearnerOptions options)
+    : data_(std::move(data)), model_(std::move(model)), loss_(std::move(loss)), metrics_(std::move(metrics)),
+      options_(std::move(options)) {
+    if (data_.batch_size < 1) throw std::invalid_argument("Learner: batch_size must be at least 1");
+    if (data_.train.size() == 0 || data_.valid.size() == 0)
+        throw std::invalid_argument("Learner: the training and validation sets must not be empty");
+    callbacks_.push_back(std::make_shared<ProgressBar>());  // first: on a terminal it erases its line
+    callbacks_.push_back(std::make_shared<ProgressPrinter>());
+    keep_freed_memory();
+    if (mpify::ddp::active()) {
+        rank_ = mpify::ddp::rank();
+        world_size_ = mpify::ddp::world_size();
+        // Several ranks on one machine: each gets its share of the cores, or their
+        // OpenMP pools fight over them (torchrun sets OMP_NUM_THREADS=1 for the same reason).
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        torch::set_num_threads(std::max(1, cores / std::max(1, mpify::local_world_size())));
+        ddp_model_ = std::make_unique<mpify::DistributedDataParallel<AnyModel>>(model_, options_.ddp);
+    }
+    if (options_.precision == Precision::bfloat16 && rank_ == 0 && !fast_bfloat16_cpu())
+        std::cerr << "Learner: precision = bfloat16 on a CPU without AVX-512: LibTorch's bfloat16 convolutions run "
+                     "several times slower than float32 here (accuracy is not affected). Compare both with "
+                     "mpify_ddp_bench --precision 10 before training this way.\n";
+}
+
+Learner::~Learner() = default;
+
+std::vector<std::string> Learner::metric_names() const {
+    std::vector<std::string> names;
+    for (const Metric& m : metrics_) names.push_back(m.name);
+    return names;
+}
+
+History Learner::fit(int epochs, double lr) {
+    FitPosition start;
+    start.schedule = "fit";
+    start.epochs = epochs;
+    start.lr = lr;
+    return run(start, [lr](double) { return std::pair{lr, 0.9}; });
+}
+
+History Learner::fit_one_cycle(int epochs, double max_lr) {
+    FitPosition start;
+    start.schedule = "fit_one_cycle";
+    start.epochs = epochs;
+    start.lr = max_lr;
+    return run(start, [max_lr](double progress) {
+        const HyperParameters p = one_cycle(max_lr, progress);
+        return std::pair{p.lr, p.momentum};
+    });
+}
+
+at::Tensor Learner::predict(const at::Tensor& inputs) {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    return model_->forward(inputs);
+}
+
+at::Tensor Learner::forward_train(const at::Tensor& inputs) {
+    return ddp_model_ ? (*ddp_model_)(inputs) : model_->forward(inputs);
+}
+
+double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
+                            double carried, const Schedule& schedule, History& history) {
+    const std::int64_t batch = data_.batch_size;
+    const std::int64_t group = options_.accumulate;
+    const auto rows_of = [&](std::int64_t b) { return std::min(batch, order.size(0) - b * batch); };
+    double loss_sum = carried;
+    model_->train();
+    for (std::int64_t b = position.batch; b < batches; ++b) {
+        // The accumulation group of batch b: [first, end), one optimizer step at its end.
+        const std::int64_t first = b / group * group, end = std::min(first + group, batches);
+        std::int64_t group_rows = 0;
+        for (std::int64_t g = first; g < end; ++g) group_rows += rows_of(g);
+        const auto [lr, momentum] = schedule((position.epoch * batches + b) / total_steps);
+        apply(*optimizer_, lr, momentum);
+        const at::Tensor rows = order.narrow(0, b * batch, rows_of(b));
+        if (b == first) optimizer_->zero_grad();
+        at::Tensor loss;
+        {
+            const CpuAutocast autocast(options_.precision);
+            loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
+                         data_.train.targets.index_select(0, rows))
+                       .to(torch::kFloat);
+        }
+        // Each batch's share of the group's mean; the group's other batches add to the
+        // gradients without a collective, and its last one averages the sum over the ranks.
+        const at::Tensor share = loss * (static_cast<double>(rows.size(0)) / static_cast<double>(group_rows));
+        if (ddp_model_ && b + 1 < end) {
+            const auto local = ddp_model_->no_sync();
+            share.backward();
+        } else {
+            share.backward();
+        }
+        if (b + 1 == end) optimizer_->step();
+        const double value = loss.item<double>();
+        loss_sum += value;
+        history.batch_losses.push_back(value);
+        for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
+        const std::int64_t done = b + 1;
+        // Within an accumulation group, the gradients so far are in no checkpoint.
+        if (options_.checkpoint_dir.empty() || options_.checkpoint_every <= 0 || done == batches ||
+            done % options_.checkpoint_every != 0 || done % group != 0)
+            continue;
+        // Every rank's losses so far, so that the resumed epoch's mean is the same.
+        at::Tensor sum = torch::tensor(loss_sum, torch::kDouble);
+        if (ddp_model_) mpify::ddp::all_reduce(sum);
+        position.batch = done;
+        position.partial_loss_sum = sum.item<double>();
+        write_checkpoint(checkpoint_path(), position, history);
+    }
+    return loss_sum;
+}
+
+void Learner::add_validation(const at::Tensor& rows, std::vector<double>& sums) {
+    const std::int64_t batch = data_.batch_size;
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    for (std::int64_t start = 0; start < rows.size(0); start += batch) {
+        const at::Tensor some = rows.narrow(0, start, std::min(batch, rows.size(0) - start));
+        const at::Tensor target = data_.valid.targets.index_select(0, some);
+        const CpuAutocast autocast(options_.precision);
+        const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, some)).to(torch::kFloat);
+        const double n = static_cast<double>(some.size(0));
+        sums[2] += loss_(output, target).item<double>() * n;
+        sums[3] += n;
+        for (std::size_t m = 0; m < metrics_.size(); ++m) {
+            const auto [sum, count] = metrics_[m].batch(output, target);
+            sums[4 + 2 * m] += sum;
+            sums[5 + 2 * m] += count;
+        }
+    }
+}
+
+EpochRecord Learner::record_of(int epoch, std::int64_t batches, const std::vector<double>& sums) const {
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    record.batches = batches;
+    record.train_loss = sums[0] / sums[1];
+    record.valid_loss = sums[2] / sums[3];
+    for (std::size_t m = 0; m < metrics_.size(); ++m) {
+        const double mean = sums[4 + 2 * m] / sums[5 + 2 * m];
+        record.metrics.push_back(metrics_[m].finish ? metrics_[m].finish(mean) : mean);
+    }
+    return record;
+}
+
+History Learner::run(FitPosition start, const Schedule& schedule) {
+    if (start.epochs < 1) throw std::invalid_argument("Learner::fit: epochs must be at least 1");
+    if (options_.accumulate < 1)
+        throw std::invalid_argument("Learner::fit: LearnerOptions::accumulate is " +
+                                    std::to_string(options_.accumulate) +
+                                    "; it must be at least 1 (1: no accumulation)");
+    History history;
+    history.metric_names = metric_names();
+    history.world_size = world_size_;
+    make_optimizer();
+    mpify::DistributedSampler sampler(data_.train.size(), rank_, world_size_, true, data_.seed);
+    // Every rank runs the same number of batches: the shards have equal sizes.
+    std::int64_t batches = ceil_div(sampler.shard_size(), data_.batch_size);
+    if (options_.max_batches > 0) batches = std::min(batches, options_.max_batches);
+    const double total_steps = static_cast<double>(start.epochs * batches);
+    start.batches_per_epoch = batches;
+    start.world_size = world_size_;
+    start.seed = data_.seed;
+    if (!options_.checkpoint_dir.empty() && !resume_or_begin(start, history)) return history_ = history;
+    position_ = start;
+
+    // Validation: rank r takes samples r, r + world, ... (no padding, so every sample
+    // counts once and the summed metrics are exact).
+    at::Tensor valid_rows = torch::arange(rank_, data_.valid.size(), world_size_, torch::kLong);
+    if (options_.max_batches > 0)
+        valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * data_.batch_size));
+
+    for (const auto& cb : callbacks_) cb->before_fit(*this, start.epochs);
+    for (int epoch = start.epoch; epoch < start.epochs; ++epoch) {
+        const auto epoch_start = Clock::now();
+        for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
+        sampler.set_epoch(epoch);
+        const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
+        FitPosition position = start;
+        position.epoch = epoch;
+        position.batch = epoch == start.epoch ? start.batch : 0;
+        // A resumed epoch's losses before the checkpoint count once: on rank 0.
+        const double carried = epoch == start.epoch && rank_ == 0 ? start.partial_loss_sum : 0.0;
+        // One vector of sums, reduced over the ranks in one collective:
+        // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
+        std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
+        sums[0] = train_epoch(order, position, batches, total_steps, carried, schedule, history);
+        sums[1] = static_cast<double>(batches);
+        add_validation(valid_rows, sums);
+        if (ddp_model_) {
+            at::Tensor reduced = torch::tensor(sums, torch::kDouble);
+            mpify::ddp::all_reduce(reduced);
+            std::copy_n(reduced.data_ptr<double>(), sums.size(), sums.begin());
+        }
+        EpochRecord record = record_of(epoch, batches, sums);
+        record.seconds = seconds_since(epoch_start);
+        history.epochs.push_back(record);
+        history.seconds += seconds_since(epoch_start);
+        position.epoch = epoch + 1;
+        position.batch = 0;
+        position.partial_loss_sum = 0;
+        position_ = position;
+        history_ = history;
+        if (!options_.checkpoint_dir.empty()) write_checkpoint(checkpoint_path(), position, history);
+        for (const auto& cb : callbacks_) cb->after_epoch(*this, history);
+        if (std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& cb) { return cb->stop_after_epoch(); }))
+            break;
+    }
+    for (const auto& cb : callbacks_) cb->after_fit(*this, history);
+    return history_ = history;
+}
+
+std::string Learner::checkpoint_path() const {
+    return (std::filesystem::path(options_.checkpoint_dir) / "checkpoint.pt").string();
+}
+
+torch::nn::Module& Learner::user_model() const { return *model_->children().front(); }
+
+std::optional<std::string> Learner::read_on_rank0(const std::string& path, bool missing_is_none) const {
+    enum : std::int64_t { read, missing, failed };
+    std::int64_t state = read;
+    std::string bytes;
+    std::string error;
+    if (rank_ == 0) {
+        if (missing_is_none && !std::filesystem::exists(path)) {
+            state = missing;
+        } else {
+            try {
+                bytes = read_file(path);
+            } catch (const std::exception& e) {
+                state = failed;
+                error = e.what();
+            }
+        }
+    }
+    if (ddp_model_) {  // every rank learns what rank 0 found, and gets its bytes
+        at::Tensor head = torch::tensor({state, static_cast<std::int64_t>(bytes.size())}, torch::kLong);
+        mpify::ddp::broadcast(head, 0);
+        state = head[0].item<std::int64_t>();
+        const std::int64_t size = head[1].item<std::int64_t>();
+        if (state == read && size > 0) {
+            at::Tensor data = rank_ == 0 ? bytes_as_tensor(bytes) : torch::empty({size}, torch::kUInt8);
+            mpify::ddp::broadcast(data, 0);
+            if (rank_ != 0) bytes = tensor_as_bytes(data);
+        }
+    }
+    if (state == missing) return std::nullopt;
+    if (state == failed) throw std::runtime_error(rank_ == 0 ? error : "rank 0 could not read " + path);
+    return bytes;
+}
+
+bool Learner::resume_or_begin(FitPosition& start, History& history) {
+    const std::string path = checkpoint_path();
+    if (rank_ == 0) check_writable_folder(options_.checkpoint_dir);  // before any training is at stake
+    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/true);
+    if (!bytes) {
+        write_checkpoint(checkpoint_path(), start, history);
+        return true;
+    }
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    const FitPosition& was = loaded.position;
+    auto describe = [](const FitPosition& p) {
+        std::ostringstream text;
+        text << p.schedule << "(" << p.epochs << ", " << p.lr << ")";
+        return text.str();
+    };
+    if (was.schedule != start.schedule || was.epochs != start.epochs || was.lr != start.lr)
+        throw std::runtime_error("checkpoint " + path + " belongs to " + describe(was) + ", not to this " +
+                                 describe(start) +
+                                 ": run that fit to resume it, or delete the file (or choose "
+                                 "another checkpoint_dir) to start afresh");
+    history = loaded.history;
+    history.world_size = world_size_;
+    start.epoch = was.epoch;
+    start.batch = was.batch;
+    start.partial_loss_sum = was.partial_loss_sum;
+    std::ostringstream note;
+    note << "Learner: " << path << ": ";
+    if (was.epoch >= start.epochs) {
+        if (rank_ == 0)
+            std::cout << note.str() << "this fit is done (" << was.epochs << " epochs); nothing to "
+                      << "train. Delete the file to train again." << std::endl;
+        history_ = history;
+        position_ = was;
+        return false;
+    }
+    note << "resuming after epoch " << was.epoch << " of " << was.epochs;
+    if (was.batch > 0) note << ", batch " << was.batch << " of the next";
+    if (was.world_size != world_size_) {
+        // The same number of samples done, in this world size's batches.
+        start.batch = std::min(start.batches_per_epoch - 1, was.batch * was.world_size / world_size_);
+        note << "; it ran on " << was.world_size << " rank(s), this on " << world_size_
+             << ": the sampler re-shards the data";
+    }
+    if (rank_ == 0) std::cout << note.str() << std::endl;
+    return true;
+}
+
+void Learner::write_checkpoint(const std::string& path, const FitPosition& position, const History& history) {
+    if (rank_ != 0) return;
+    write_file_atomically(path, checkpoint_bytes(user_model(), optimizer_.get(), position, history));
+}
+
+void Learner::save(const std::string& path) { write_checkpoint(path, position_, history_); }
+
+void Learner::make_optimizer() {
+    if (!optimizer_)
+        optimizer_ = std::make_unique<torch::optim::AdamW>(
+            model_->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(options_.weight_decay));
+}
+
+void Learner::load(const std::string& path) {
+    make_optimizer();
+    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/false);
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    position_ = loaded.position;
+    history_ = loaded.history;
+}
+
+void Learner::export_model(const std::string& path) const {
+    if (rank_ != 0) return;
+    write_file_atomically(path, export_bytes(user_model()));
+}
+
+void load_model(const std::string& path, torch::nn::Module& model) {
+    load_model_bytes(path, read_file(path), model);
+    model.eval();
+}
+
+}  // namespace learner
+MPIFY_END_NAMESPACE
