@@ -113,7 +113,14 @@ std::string name_at(const std::string& code, std::size_t cursor) {
 
 }  // namespace
 
-CppKernel::CppKernel(std::vector<std::string> compiler_flags) : compiler_flags_(std::move(compiler_flags)) {
+CppKernel::CppKernel(std::vector<std::string> compiler_flags) {
+    // -L<dir> is the kernel's, not clang's: where #pragma cling load looks first (the
+    // kernelspec names mpify's own library folder), as its -I folders come before those a
+    // notebook adds: the kernel's mpify, headers and libraries alike.
+    for (std::string& flag : compiler_flags) {
+        if (flag.rfind("-L", 0) == 0 && flag.size() > 2) kernel_library_path_.push_back(flag.substr(2));
+        else compiler_flags_.push_back(std::move(flag));
+    }
     xeus::register_interpreter(this);
     running_kernel = this;
 }
@@ -198,7 +205,9 @@ nl::json CppKernel::run_directives(const Cell& cell) {
                 case Directive::Kind::add_include_path: engine_->add_include_path(absolute(directive.argument)); break;
                 case Directive::Kind::add_library_path: library_path_.push_back(absolute(directive.argument)); break;
                 case Directive::Kind::load: {
-                    const std::string library = find_library(directive.argument, library_path_);
+                    std::vector<std::string> search = kernel_library_path_;
+                    search.insert(search.end(), library_path_.begin(), library_path_.end());
+                    const std::string library = find_library(directive.argument, search);
                     engine_->load_library(library);
                     loaded_libraries_.push_back(absolute(library));
                     break;

@@ -20,7 +20,8 @@ class StandardInput;
 
 class CppKernel : public xeus::xinterpreter {
 public:
-    /// `compiler_flags` as for CppEngine.
+    /// `compiler_flags` as for CppEngine; a -L<dir> among them is a folder #pragma cling load
+    /// searches first (before those add_library_path adds), not a compiler flag.
     explicit CppKernel(std::vector<std::string> compiler_flags);
     ~CppKernel() override;
 
@@ -69,6 +70,7 @@ private:
     std::unique_ptr<OutputCapture> output_;
     std::unique_ptr<StandardInput> input_;
     std::vector<std::string> library_path_;     // #pragma cling add_library_path, in order
+    std::vector<std::string> kernel_library_path_;  // the kernelspec's -L folders: mpify's own
     std::vector<std::string> loaded_libraries_;  // #pragma cling load, resolved, in order
     std::vector<std::string> headers_included_;  // the kernel's own helper headers, once each
     int execution_count_ = 0;

@@ -5,7 +5,6 @@
                    --lib-dir BUILD/bin [unittest options]
 """
 import os
-import shutil
 import time
 
 import kernel_client
@@ -92,17 +91,21 @@ class Cells(KernelTest):
 
 class BrokenHeaderChain(KernelTest):
     def test_a_header_of_an_added_folder_failing_halfway_leaves_the_session_working(self):
-        # mpify's headers from a folder the notebook adds, one of them broken (a header it
-        # includes is missing): the cell fails, and the cells after it work.
+        # Headers from a folder the notebook adds, a chain of them broken halfway (the
+        # standard headers and a template parsed, then a header that is missing): the cell
+        # fails, and the cells after it work. (Not a copy of mpify's headers: the kernel's
+        # own mpify folder is searched first.)
         folder = os.path.join(self.workdir, "broken_include")
-        shutil.copytree(kernel_client.ARGS.include_dir, folder)
-        abi = os.path.join(folder, "mpify", "abi.hpp")
-        with open(abi) as header:
-            text = header.read()
-        with open(abi, "w") as header:
-            header.write(text.replace("#pragma once", "#pragma once\n#include <mpify/missing_piece.hpp>", 1))
+        os.makedirs(os.path.join(folder, "chain"))
+        with open(os.path.join(folder, "chain", "top.hpp"), "w") as header:
+            header.write("#pragma once\n#include <map>\n#include <string>\n"
+                         "template <class T> struct Holder { std::map<std::string, T> items; };\n"
+                         "#include <chain/middle.hpp>\n")
+        with open(os.path.join(folder, "chain", "middle.hpp"), "w") as header:
+            header.write("#pragma once\n#include <vector>\ninline int middle() { return 1; }\n"
+                         "#include <chain/missing_piece.hpp>\n")
         self.assert_ok('#pragma cling add_include_path("{}")'.format(folder))
-        error, _ = self.assert_error("#include <mpify/options.hpp>")
+        error, _ = self.assert_error("#include <chain/top.hpp>")
         self.assertIn("missing_piece.hpp", error["evalue"])
         messages = self.assert_ok("1 + 1")
         self.assertEqual(results(messages), [{"text/plain": "2"}], messages)

@@ -2,15 +2,17 @@
 """Executes a notebook top to bottom through mpify-kernel, as Jupyter would.
 
   run_notebook.py NOTEBOOK.ipynb --out EXECUTED.ipynb --workdir DIR --source-root SRC
-                  --build-dir BUILD [--expect TEXT]... [--expect-image] [--timeout S]
+                  --build-dir BUILD [--jupyter-path DIR] [--expect TEXT]... [--expect-image]
+                  [--timeout S]
 
 Debian's python3-nbclient drives the kernel through the real protocol; the kernel is
-started from its kernelspec (BUILD/share/jupyter/kernels/mpify-cpp17). Fails on any
+started from its kernelspec (BUILD/share/jupyter/kernels/mpify-cpp17, or an installed one:
+--jupyter-path PREFIX/share/jupyter). Fails on any
 error output, on an expected text missing from the outputs, or (--expect-image) when no
 cell displayed an image. The executed notebook, outputs included, is saved to --out.
 
-The bundled notebooks find mpify through paths relative to their folder
-(../../include, ../../build/bin), and %%file cells write next to them. So that a test
+The bundled notebooks find the examples' headers relative to their folder (..), and %%file
+cells write next to them. So that a test
 writes nothing into the source tree, the notebook runs from a copy in
 DIR/examples/notebooks/, beside links to the source's folders and to the build folder.
 Run with /usr/bin/python3 (Debian's Jupyter modules).
@@ -55,10 +57,11 @@ def main():
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--expect", action="append", default=[], help="text some output must contain")
     parser.add_argument("--expect-image", action="store_true")
+    parser.add_argument("--jupyter-path", type=Path, help="the kernelspec's share/jupyter (default: BUILD's)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args()
 
-    os.environ["JUPYTER_PATH"] = str(args.build_dir.resolve() / "share" / "jupyter")
+    os.environ["JUPYTER_PATH"] = str((args.jupyter_path or args.build_dir / "share" / "jupyter").resolve())
     folder = mirror(args.workdir.resolve(), args.source_root.resolve(), args.build_dir.resolve())
     notebook = nbformat.read(str(args.notebook), as_version=4)
     client = NotebookClient(notebook, timeout=args.timeout, kernel_name="mpify-cpp17",
