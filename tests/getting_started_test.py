@@ -9,7 +9,8 @@ blocks in order:
   <!-- append: NAME -->   the next fenced block is added to the end of NAME
   <!-- output: PROGRAM -->  configure and build the project (CMAKE_PREFIX_PATH = the prefix),
                           run PROGRAM in the project's folder, and expect the next fenced
-                          block's lines in its output (stdout and stderr), in that order
+                          block's lines in its output (stdout and stderr), in that order; a
+                          line `...` stands for any lines the page leaves out
 Exits 1 naming the first step whose output differs from the page, 0 when every step gives
 what the page shows. Standard library only.
 """
@@ -54,6 +55,8 @@ def in_order(expected, output):
     position = 0
     lines = output.split("\n")
     for line in expected.strip().split("\n"):
+        if line == "...":
+            continue
         while position < len(lines) and lines[position] != line:
             position += 1
         if position == len(lines):
