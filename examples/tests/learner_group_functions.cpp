@@ -47,6 +47,16 @@ std::vector<at::Tensor> predictions_of_25() {
 }
 MPIFY_REGISTER(predictions_of_25);
 
+std::vector<at::Tensor> predict_and_fit_with_few_items(std::int64_t valid_items) {
+    Learner learn({blobs(40, 1), blobs(valid_items, 2), 4, 7}, classifier(), cross_entropy, {}, all_batches());
+    const Predictions before = learn.get_preds();
+    const History history = learn.fit(1, 0.05);
+    const Predictions after = learn.get_preds();
+    return {before.outputs, before.losses, torch::tensor(history.final("valid_loss"), torch::kDouble),
+            after.losses.to(torch::kDouble).mean()};
+}
+MPIFY_REGISTER(predict_and_fit_with_few_items);
+
 LrFinderResult find_lr(std::int64_t batch_size, double end_lr) {
     auto model = classifier();
     Learner learn({blobs(512, 1), blobs(32, 2), batch_size, 7}, model, cross_entropy, {}, all_batches());

@@ -18,6 +18,12 @@ namespace mpify_examples::testing {
 /// get_preds of a linear classifier (seeded, untrained) on 25 points: outputs, losses, targets.
 std::vector<at::Tensor> predictions_of_25();
 
+/// A linear classifier (seeded) with `valid_items` validation points, fewer than the ranks
+/// of a group may be: get_preds before training (outputs, losses), then fit(1, 0.05), whose
+/// recorded valid_loss comes third and the mean of get_preds' losses after it fourth (the
+/// two must agree: the same items, each once).
+std::vector<at::Tensor> predict_and_fit_with_few_items(std::int64_t valid_items);
+
 /// lr_find over blobs with `batch_size` a rank, the rates up to `end_lr`. In a group, every
 /// rank checks that its weights came back and that it stopped where every other rank did
 /// (else it throws).

@@ -52,6 +52,19 @@ TEST_CASE("under in_ddp of 2 and 3, get_preds gives every rank the one-process p
     }
 }
 
+TEST_CASE("with more ranks than validation items, get_preds and fit's validation count each item once",
+          "[learner][preds][ddp]") {
+    for (const std::int64_t items : {std::int64_t{1}, std::int64_t{2}}) {
+        const std::vector<at::Tensor> alone = predict_and_fit_with_few_items(items);
+        INFO(items << " validation item(s), 3 ranks: " << 3 - items << " of them with none");
+        const std::vector<at::Tensor> ranks = mpify::in_ddp(3, predict_and_fit_with_few_items, items);
+        REQUIRE(ranks.size() == 4);
+        CHECK(at::equal(ranks[0], alone[0]));
+        CHECK(at::equal(ranks[1], alone[1]));
+        CHECK(ranks[2].item<double>() == Approx(ranks[3].item<double>()).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("ClassificationInterpretation counts confusions and finds the largest losses", "[learner][preds]") {
     Predictions preds;
     // Items: (truth, answer) = (0,0) (0,1) (1,1) (2,1) (2,1) (2,2); losses made up.

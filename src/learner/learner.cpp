@@ -1,6 +1,7 @@
 #include <mpify/learner/learner.hpp>
 
 #include "learner/checkpoint_file.hpp"
+#include "learner/rank_rows.hpp"
 #include <mpify/learner/one_cycle.hpp>
 
 #include <mpify/learner/progress_bar.hpp>
@@ -282,7 +283,7 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
 
     // Validation: rank r takes samples r, r + world, ... (no padding, so every sample
     // counts once and the summed metrics are exact).
-    at::Tensor valid_rows = torch::arange(rank_, data_.valid.size(), world_size_, torch::kLong);
+    at::Tensor valid_rows = rank_rows(rank_, world_size_, data_.valid.size());
     if (options_.max_batches > 0)
         valid_rows = valid_rows.narrow(0, 0, std::min(valid_rows.size(0), options_.max_batches * data_.batch_size));
 

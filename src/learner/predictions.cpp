@@ -1,6 +1,8 @@
 // Learner::get_preds: predictions for a whole data set, gathered over the ranks.
 #include <mpify/learner/learner.hpp>
 
+#include "learner/rank_rows.hpp"
+
 #include <mpify/ddp.hpp>
 
 #include <torch/torch.h>
@@ -21,8 +23,8 @@ Predictions Learner::get_preds(const DataSet& data) {
         out.losses = torch::empty({0});
         return out;
     }
-    // Rank r takes items r, r + world, ...: no item twice, none left out, no padding to drop.
-    const at::Tensor rows = torch::arange(rank_, size, world_size_, torch::kLong);
+    // No item twice, none left out, no padding to drop.
+    const at::Tensor rows = rank_rows(rank_, world_size_, size);
     // A rank with no item (more ranks than items) still learns the outputs' shape.
     const at::Tensor shape_probe = rows.numel() > 0 ? at::Tensor() : model_->forward(data.inputs.narrow(0, 0, 1));
     std::vector<at::Tensor> outputs, losses;
