@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +75,14 @@ public:
     void after_batch(const Learner&, std::int64_t, double) override { ++count; }
     int count = 0;
 };
+
+// Trains `learner` one epoch and saves its checkpoint as dir/good.pt, whose path it returns.
+std::string fit_and_save(LineLearner& learner, const fs::path& dir) {
+    learner.learn->fit(1, 0.05);
+    const std::string path = (dir / "good.pt").string();
+    learner.learn->save(path);
+    return path;
+}
 
 void check_same_parameters(torch::nn::Module& a, torch::nn::Module& b) {
     const auto pa = a.parameters();
@@ -157,9 +166,7 @@ TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming 
     const ScratchFolder scratch("mpify_checkpoint_test", "bad");
     const fs::path& dir = scratch.path();
     LineLearner trained({});
-    trained.learn->fit(1, 0.05);
-    const std::string good = (dir / "good.pt").string();
-    trained.learn->save(good);
+    const std::string good = fit_and_save(trained, dir);
     const std::string bytes = read_file(good);
 
     const std::string truncated = (dir / "truncated.pt").string();
@@ -188,6 +195,63 @@ TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming 
 
     CHECK_THROWS_WITH(trained.learn->load((dir / "missing.pt").string()),
                       Contains("cannot read " + (dir / "missing.pt").string()));
+}
+
+TEST_CASE("one flipped bit is found by the checksum, and a failed load changes nothing", "[checkpoint]") {
+    const ScratchFolder scratch("mpify_checkpoint_test", "flipped");
+    const fs::path& dir = scratch.path();
+    LineLearner trained({});
+    std::string bytes = read_file(fit_and_save(trained, dir));
+    // A bit of the last parameter's values: LibTorch's reader alone loads it as a wrong weight.
+    const at::Tensor last = trained.model->parameters().back().detach().contiguous();
+    const std::string value(reinterpret_cast<const char*>(last.data_ptr<float>()), sizeof(float));
+    const std::size_t at = bytes.rfind(value);
+    REQUIRE(at != std::string::npos);
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
+    const std::string flipped = (dir / "flipped.pt").string();
+    write_file_atomically(flipped, bytes);
+
+    LineLearner other({}, 3);
+    const std::vector<at::Tensor> before = [&] {
+        std::vector<at::Tensor> copies;
+        for (const at::Tensor& p : other.model->parameters()) copies.push_back(p.detach().clone());
+        return copies;
+    }();
+    CHECK_THROWS_WITH(other.learn->load(flipped), Contains("checkpoint " + flipped) && Contains("checksum"));
+    auto plain = small_mlp();
+    CHECK_THROWS_WITH(load_model(flipped, *plain), Contains(flipped) && Contains("checksum"));
+
+    // An export given to load is refused before the model changes.
+    const std::string exported = (dir / "model.pt").string();
+    trained.learn->export_model(exported);
+    CHECK_THROWS_WITH(other.learn->load(exported), Contains("it is an export"));
+    const std::vector<at::Tensor> after = other.model->parameters();
+    for (std::size_t i = 0; i < before.size(); ++i) CHECK(torch::equal(after[i], before[i]));
+}
+
+TEST_CASE("a FIFO, a device or a folder as a checkpoint is refused by name, without blocking", "[checkpoint]") {
+    const ScratchFolder scratch("mpify_checkpoint_test", "special");
+    const fs::path& dir = scratch.path();
+    const fs::path fifo = dir / "fifo.pt";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const fs::path device = dir / "zero.pt";
+    fs::create_symlink("/dev/zero", device);
+    const fs::path folder = dir / "folder.pt";
+    fs::create_directory(folder);
+    LineLearner learner({});
+    CHECK_THROWS_WITH(learner.learn->load(fifo.string()), Contains("cannot read " + fifo.string()) && Contains("FIFO"));
+    CHECK_THROWS_WITH(learner.learn->load(device.string()),
+                      Contains("cannot read " + device.string()) && Contains("a device"));
+    CHECK_THROWS_WITH(learner.learn->load(folder.string()),
+                      Contains("cannot read " + folder.string()) && Contains("a folder"));
+
+    // The automatic checkpoint's place taken by a FIFO: the fit stops at once, naming it.
+    const fs::path checkpoints = dir / "checkpoints";
+    fs::create_directory(checkpoints);
+    REQUIRE(::mkfifo((checkpoints / "checkpoint.pt").c_str(), 0600) == 0);
+    LineLearner resuming(checkpoints);
+    CHECK_THROWS_WITH(resuming.learn->fit(1, 0.05),
+                      Contains("cannot read " + (checkpoints / "checkpoint.pt").string()) && Contains("FIFO"));
 }
 
 TEST_CASE("a folder that cannot hold checkpoints is an error before any batch trains", "[checkpoint]") {

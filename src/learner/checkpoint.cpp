@@ -1,5 +1,7 @@
 #include "learner/checkpoint.hpp"
 
+#include "learner/checksum_frame.hpp"
+
 #include <torch/torch.h>
 
 #include <boost/archive/binary_iarchive.hpp>
@@ -103,13 +105,22 @@ c10::IValue required(torch::serialize::InputArchive& archive, const std::string&
     return value;
 }
 
-// Opens the archive and checks what file it is and that its model fits `model`; loads
-// the model's tensors.
-torch::serialize::InputArchive open_and_load_model(const std::string& path, const std::string& bytes,
-                                                   torch::nn::Module& model) {
+// An archive whose frame, header and model were checked, its model's values read, nothing
+// loaded yet.
+struct CheckedFile {
     torch::serialize::InputArchive archive;
+    Layout model;                    ///< the model's own tensors, to load into
+    std::vector<at::Tensor> values;  ///< the file's, in the same order
+};
+
+// Opens the archive and checks its frame, what file it is and that its model fits `model`;
+// reads the model's values without touching the model.
+CheckedFile open_checked(const std::string& path, const std::string& bytes, torch::nn::Module& model) {
+    const std::string_view payload = unframed(path, bytes);
+    CheckedFile file;
+    torch::serialize::InputArchive& archive = file.archive;
     try {
-        archive.load_from(bytes.data(), bytes.size());
+        archive.load_from(payload.data(), payload.size());
     } catch (const std::exception& e) {
         const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
         const std::string reason = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
@@ -126,17 +137,22 @@ torch::serialize::InputArchive open_and_load_model(const std::string& path, cons
         throw bad_file(path, "it was written in format " + std::to_string(version) + ", newer than this build reads (" +
                                  std::to_string(checkpoint_format) + "): load it with the version that wrote it");
     const std::vector<std::string> saved = split_lines(required(archive, path, "layout").toStringRef());
-    Layout here = layout_of(model);
-    const std::string difference = first_difference(saved, here.lines);
+    file.model = layout_of(model);
+    const std::string difference = first_difference(saved, file.model.lines);
     if (!difference.empty()) throw bad_file(path, "it holds another model: " + difference);
-    torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < here.tensors.size(); ++i) {
+    for (std::size_t i = 0; i < file.model.tensors.size(); ++i) {
         at::Tensor value;
         if (!archive.try_read("tensor" + std::to_string(i), value, /*is_buffer=*/true))
-            throw bad_file(path, "the values of " + here.lines[i] + " are missing: it is damaged");
-        here.tensors[i].copy_(value);
+            throw bad_file(path, "the values of " + file.model.lines[i] + " are missing: it is damaged");
+        file.values.push_back(value);
     }
-    return archive;
+    return file;
+}
+
+// The file's values into the model (their shapes were checked).
+void load_values(CheckedFile& file) {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < file.values.size(); ++i) file.model.tensors[i].copy_(file.values[i]);
 }
 
 }  // namespace
@@ -182,38 +198,34 @@ std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim:
         out << history;
     }
     archive.write("history", bytes_as_tensor(history_bytes.str()), /*is_buffer=*/true);
-    return archive_bytes(archive);
+    return framed(archive_bytes(archive));
 }
 
 std::string export_bytes(const torch::nn::Module& model) {
     torch::serialize::OutputArchive archive;
     write_model(archive, model, "export");
-    return archive_bytes(archive);
+    return framed(archive_bytes(archive));
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
                                  torch::optim::Optimizer* optimizer) {
-    torch::serialize::InputArchive archive = open_and_load_model(path, bytes, model);
+    // Everything is read and checked first; the model, the optimizer and the random
+    // generator change only when the whole file is good.
+    CheckedFile file = open_checked(path, bytes, model);
+    torch::serialize::InputArchive& archive = file.archive;
     if (required(archive, path, "kind").toStringRef() != "checkpoint")
         throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
     LoadedCheckpoint loaded;
     c10::IValue kind;
     loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
+    torch::serialize::InputArchive optimizer_state;
     if (optimizer != nullptr && loaded.has_optimizer) {
         if (kind.toStringRef() != optimizer_kind(*optimizer))
             throw bad_file(path, "it holds the state of a " + kind.toStringRef() +
                                      " optimizer, and this Learner "
                                      "trains with " +
                                      optimizer_kind(*optimizer));
-        torch::serialize::InputArchive state;
-        archive.read("optimizer", state);
-        try {
-            optimizer->load(state);
-        } catch (const c10::Error& e) {
-            const std::string reason = e.what_without_backtrace();
-            throw bad_file(path, "its optimizer state does not fit this optimizer (" +
-                                     reason.substr(0, reason.find('\n')) + ")");
-        }
+        archive.read("optimizer", optimizer_state);
     }
     FitPosition& p = loaded.position;
     p.schedule = required(archive, path, "schedule").toStringRef();
@@ -227,11 +239,6 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     p.partial_loss_sum = required(archive, path, "partial_loss_sum").toDouble();
     at::Tensor rng;
     archive.read("rng", rng, /*is_buffer=*/true);
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    {
-        std::lock_guard<std::mutex> lock(generator.mutex());
-        generator.set_state(rng);
-    }
     at::Tensor history;
     archive.read("history", history, /*is_buffer=*/true);
     try {
@@ -241,11 +248,28 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     } catch (const std::exception& e) {
         throw bad_file(path, std::string("its History cannot be read (") + e.what() + "): it is damaged");
     }
+
+    if (optimizer != nullptr && loaded.has_optimizer) {
+        try {
+            optimizer->load(optimizer_state);
+        } catch (const c10::Error& e) {
+            const std::string reason = e.what_without_backtrace();
+            throw bad_file(path, "its optimizer state does not fit this optimizer (" +
+                                     reason.substr(0, reason.find('\n')) + ")");
+        }
+    }
+    load_values(file);
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_state(rng);
+    }
     return loaded;
 }
 
 void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model) {
-    open_and_load_model(path, bytes, model);
+    CheckedFile file = open_checked(path, bytes, model);
+    load_values(file);
 }
 
 }  // namespace learner

@@ -22,8 +22,9 @@ class Optimizer;
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
 
-/// The format version this build writes and reads.
-constexpr std::int64_t checkpoint_format = 1;
+/// The format version this build writes and reads (2: in a checksum frame; 1, without
+/// one, is still read).
+constexpr std::int64_t checkpoint_format = 2;
 
 /// A checkpoint's bytes: `model` (the user's module, not a DDP wrapper), the optimizer
 /// when there is one, `position`, this process's RNG state and `history`.

@@ -1,13 +1,12 @@
 #include "learner/checkpoint_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 MPIFY_BEGIN_NAMESPACE
@@ -34,6 +33,15 @@ bool write_all_and_sync(int fd, const std::string& bytes) {
         done += static_cast<std::size_t>(n);
     }
     return ::fsync(fd) == 0;
+}
+
+// What a file that is not a regular one is, for messages.
+const char* kind_of(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO (a named pipe)";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISDIR(mode)) return "a folder";
+    return "not a regular file";
 }
 
 // So that the rename itself survives a power cut.
@@ -76,12 +84,39 @@ void check_writable_folder(const std::string& folder) {
 }
 
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (in.bad()) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-    return bytes.str();
+    const auto cannot = [&](const std::string& why) { return std::runtime_error("cannot read " + path + ": " + why); };
+    // O_NONBLOCK: opening a FIFO without a writer returns at once (it is refused below)
+    // instead of waiting for one forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw cannot(std::strerror(errno));
+    struct stat status{};
+    if (::fstat(fd, &status) != 0) {
+        const int error = errno;
+        ::close(fd);
+        throw cannot(std::strerror(error));
+    }
+    if (!S_ISREG(status.st_mode)) {
+        ::close(fd);
+        throw cannot(std::string("it is ") + kind_of(status.st_mode) +
+                     ", not a file (a checkpoint is a regular file the Learner wrote)");
+    }
+    // As many bytes as the file has when it is opened, never more: memory bounded by its size.
+    std::string bytes(static_cast<std::size_t>(status.st_size), '\0');
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int error = errno;
+            ::close(fd);
+            throw cannot(std::strerror(error));
+        }
+        if (n == 0) break;  // it shrank meanwhile: the frame's length check says so
+        done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    bytes.resize(done);
+    return bytes;
 }
 
 }  // namespace learner

@@ -16,7 +16,9 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 /// there, before any training is at stake. Throws std::runtime_error naming it.
 void check_writable_folder(const std::string& folder);
 
-/// The whole content of `path`; throws std::runtime_error naming it when it cannot be read.
+/// The whole content of `path`, a regular file (read no further than its size when opened);
+/// throws std::runtime_error naming it when it cannot be read or is a FIFO, a device, a
+/// socket or a folder (refused without blocking).
 std::string read_file(const std::string& path);
 
 }  // namespace learner

@@ -1,0 +1,59 @@
+#include "learner/checksum_frame.hpp"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+MPIFY_BEGIN_NAMESPACE
+namespace learner {
+namespace {
+
+constexpr std::string_view magic = "MPFYCKPT";
+constexpr std::size_t header_size = 8 + 8 + 4;  // magic, length, CRC-32
+
+std::uint32_t crc_of(std::string_view bytes) {
+    return static_cast<std::uint32_t>(::crc32_z(::crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+                                                bytes.size()));
+}
+
+void put(std::string& out, std::uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get(std::string_view in, std::size_t at, int bytes) {
+    std::uint64_t value = 0;
+    for (int i = 0; i < bytes; ++i) value |= std::uint64_t{static_cast<unsigned char>(in[at + i])} << (8 * i);
+    return value;
+}
+
+}  // namespace
+
+std::string framed(const std::string& payload) {
+    std::string out;
+    out.reserve(header_size + payload.size());
+    out.append(magic);
+    put(out, payload.size(), 8);
+    put(out, crc_of(payload), 4);
+    out.append(payload);
+    return out;
+}
+
+std::string_view unframed(const std::string& path, const std::string& bytes) {
+    const std::string_view all(bytes);
+    if (all.substr(0, magic.size()) != magic) return all;
+    const auto bad = [&](const std::string& what) { return std::runtime_error("checkpoint " + path + ": " + what); };
+    if (all.size() < header_size) throw bad("it is truncated (its frame is cut short)");
+    const std::uint64_t length = get(all, 8, 8);
+    const std::string_view payload = all.substr(header_size);
+    if (payload.size() != length)
+        throw bad("it is " + std::string(payload.size() < length ? "truncated" : "longer than written") + " (" +
+                  std::to_string(payload.size()) + " bytes of content where " + std::to_string(length) +
+                  " were written)");
+    if (crc_of(payload) != get(all, 16, 4))
+        throw bad("its checksum does not match its content: it is damaged (a bit changed on disk or on its way)");
+    return payload;
+}
+
+}  // namespace learner
+MPIFY_END_NAMESPACE
