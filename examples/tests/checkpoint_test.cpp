@@ -294,4 +294,13 @@ TEST_CASE("a process killed while it writes a checkpoint leaves the previous one
     LineLearner loaded({}, 3);
     loaded.learn->load(path);
     check_same_parameters(*loaded.model, *trained.model);
+
+    // The dead writer's temporary goes at the next save; a live writer's stays.
+    const fs::path dead = dir / (".checkpoint.pt.partial-" + std::to_string(child));
+    const fs::path live = dir / (".checkpoint.pt.partial-" + std::to_string(::getppid()));
+    CHECK(fs::exists(dead));
+    std::ofstream(live) << "being written";
+    trained.learn->save(path);
+    CHECK_FALSE(fs::exists(dead));
+    CHECK(fs::exists(live));
 }

@@ -1,6 +1,7 @@
 #include "learner/checkpoint_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,23 @@ const char* kind_of(mode_t mode) {
     return "not a regular file";
 }
 
+// Removes the temporaries `target`'s writers left when they died mid-write (their process
+// is gone from this machine); a live writer's, and this process's, stay.
+void remove_dead_writers_partials(const fs::path& folder, const fs::path& target) {
+    const std::string prefix = "." + target.filename().string() + ".partial-";
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(prefix, 0) != 0) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+            continue;
+        const pid_t writer = static_cast<pid_t>(std::stol(digits));
+        if (writer == ::getpid() || ::kill(writer, 0) == 0 || errno != ESRCH) continue;
+        fs::remove(entry.path(), error);
+    }
+}
+
 // So that the rename itself survives a power cut.
 void sync_folder(const fs::path& folder) {
     const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -57,6 +75,7 @@ void sync_folder(const fs::path& folder) {
 void write_file_atomically(const std::string& path, const std::string& bytes) {
     const fs::path target(path);
     const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    remove_dead_writers_partials(folder, target);
     const fs::path temporary = folder / ("." + target.filename().string() + ".partial-" + std::to_string(::getpid()));
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw write_error(folder, "creating " + temporary.filename().string(), errno);

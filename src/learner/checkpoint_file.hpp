@@ -8,7 +8,8 @@ namespace learner {
 
 /// Replaces `path` with `bytes` atomically: a temporary file beside it, written and
 /// flushed to disk, renamed over `path`, the folder flushed. The previous file stays
-/// until the new one is whole. Throws std::runtime_error naming the folder and the
+/// until the new one is whole. Temporaries of `path` left by writers that died on this
+/// machine are removed first. Throws std::runtime_error naming the folder and the
 /// system's reason (disk full, read-only, no permission); the temporary is removed.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
