@@ -1,4 +1,4 @@
-// The pictures and the progress bar of examples/visuals/.
+// The Learner's pictures and progress bar (<mpify/learner/pictures.hpp>, progress_bar.hpp).
 #include <mpify/learner/learner.hpp>
 #include <mpify/learner/pictures.hpp>
 #include <mpify/learner/progress_bar.hpp>
