@@ -1,5 +1,7 @@
 #include "learner/checksum_frame.hpp"
 
+#include "common/byte_codec.hpp"
+
 #include <zlib.h>
 
 #include <cstdint>
@@ -17,24 +19,16 @@ std::uint32_t crc_of(std::string_view bytes) {
                                                 bytes.size()));
 }
 
-void put(std::string& out, std::uint64_t value, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-
-std::uint64_t get(std::string_view in, std::size_t at, int bytes) {
-    std::uint64_t value = 0;
-    for (int i = 0; i < bytes; ++i) value |= std::uint64_t{static_cast<unsigned char>(in[at + i])} << (8 * i);
-    return value;
-}
-
 }  // namespace
 
 std::string framed(const std::string& payload) {
+    detail::ByteWriter numbers;
+    numbers.u64(payload.size());
+    numbers.u32(crc_of(payload));
     std::string out;
     out.reserve(header_size + payload.size());
     out.append(magic);
-    put(out, payload.size(), 8);
-    put(out, crc_of(payload), 4);
+    out.append(numbers.take());
     out.append(payload);
     return out;
 }
@@ -44,13 +38,16 @@ std::string_view unframed(const std::string& path, const std::string& bytes) {
     if (all.substr(0, magic.size()) != magic) return all;
     const auto bad = [&](const std::string& what) { return std::runtime_error("checkpoint " + path + ": " + what); };
     if (all.size() < header_size) throw bad("it is truncated (its frame is cut short)");
-    const std::uint64_t length = get(all, 8, 8);
+    detail::ByteReader<std::runtime_error> numbers(all.substr(magic.size(), header_size - magic.size()),
+                                                   "a checkpoint's frame");
+    const std::uint64_t length = numbers.u64("the content's length");
+    const std::uint32_t checksum = numbers.u32("the content's checksum");
     const std::string_view payload = all.substr(header_size);
     if (payload.size() != length)
         throw bad("it is " + std::string(payload.size() < length ? "truncated" : "longer than written") + " (" +
                   std::to_string(payload.size()) + " bytes of content where " + std::to_string(length) +
                   " were written)");
-    if (crc_of(payload) != get(all, 16, 4))
+    if (crc_of(payload) != checksum)
         throw bad("its checksum does not match its content: it is damaged (a bit changed on disk or on its way)");
     return payload;
 }
