@@ -52,6 +52,14 @@
 #define MPIFY_ALLOCATOR_HAS_COPY_DATA 0
 #endif
 
+// LibTorch's kernels of loss scaling (_amp_foreach_non_finite_check_and_unscale_,
+// _amp_update_scale_) run on the CPU from 2.x on; 1.13 has them for CUDA only.
+#if MPIFY_TORCH_AT_LEAST(2, 0)
+#define MPIFY_AMP_KERNELS_ON_CPU 1
+#else
+#define MPIFY_AMP_KERNELS_ON_CPU 0
+#endif
+
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// The class a collective backend of mpify's derives from, and what a formed Gloo or NCCL
