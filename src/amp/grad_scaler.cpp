@@ -25,11 +25,13 @@ constexpr const char* archive_prefix = "mpify_grad_scaler.";
 
 void check_growth_factor(double factor) {
     if (!(factor > 1.0) || !std::isfinite(factor))
-        throw UsageError(fmt::format("mpify::GradScaler: growth_factor must be a finite number above 1, not {}", factor));
+        throw UsageError(fmt::format("mpify::GradScaler: growth_factor must be a finite number above 1, not {}",
+                                     factor));
 }
 void check_backoff_factor(double factor) {
     if (!(factor > 0.0 && factor < 1.0))
-        throw UsageError(fmt::format("mpify::GradScaler: backoff_factor must be between 0 and 1 (excluded), not {}", factor));
+        throw UsageError(fmt::format("mpify::GradScaler: backoff_factor must be between 0 and 1 (excluded), not {}",
+                                     factor));
 }
 void check_growth_interval(std::int64_t interval) {
     if (interval <= 0 || interval > std::numeric_limits<int>::max())

@@ -55,10 +55,8 @@ int main() {
             for (auto& parameter : parameters) parameter.mutable_grad().mul_(0.5);
         }
         const bool stepped = scaler.step(optimizer);
-        if (step == 9)
-            scaler.update(1024.0);
-        else
-            scaler.update();
+        if (step == 9) scaler.update(1024.0);
+        else scaler.update();
         if (step == 10) {  // a checkpoint's round trip, into a scaler of other settings
             std::stringstream file;
             torch::save(scaler, file);
