@@ -75,6 +75,9 @@ std::int64_t allreduce_rank() {
 }
 MPIFY_REGISTER(allreduce_rank);
 
+std::string device_of_rank() { return mpify::ddp::device().str(); }
+MPIFY_REGISTER(device_of_rank);
+
 int libtorch_files_checked(std::string expected_folder) {
     namespace fs = std::filesystem;
     const fs::path expected = fs::canonical(expected_folder);

@@ -51,6 +51,8 @@ struct TrainResult {
 std::vector<at::Tensor> train_mlp_single(const TrainSpec& spec);
 
 std::int64_t allreduce_rank();
+/// mpify::ddp::device() of this rank, as text ("cpu", "cuda:1").
+std::string device_of_rank();
 /// Throws unless every LibTorch library this rank has mapped lies in `expected_folder`, and
 /// (LibTorch 2.x) no Gloo library is mapped beside it; returns how many files are mapped.
 int libtorch_files_checked(std::string expected_folder);

@@ -6,6 +6,7 @@
 #include <mpify/stack.hpp>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <functional>
@@ -22,6 +23,11 @@ MPIFY_API bool active();
 MPIFY_API int rank();
 /// Number of processes in the active group.
 MPIFY_API int world_size();
+/// The device this rank computes on: its GPU when the group is NCCL's (local rank k:
+/// DdpOptions::gpus[k], or GPU k) or when DdpOptions::gpus was given, else the CPU. The
+/// guard made it the current CUDA device already; put the model and the batches on it.
+/// GPU numbers count among the GPUs CUDA_VISIBLE_DEVICES leaves visible.
+MPIFY_API c10::Device device();
 /// The active c10d process group, for collectives these helpers do not cover.
 MPIFY_API c10::intrusive_ptr<c10d::ProcessGroup> process_group();
 /// Waits until every rank has reached the barrier.

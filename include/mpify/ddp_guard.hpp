@@ -25,11 +25,16 @@ MPIFY_BEGIN_NAMESPACE
 
 /// Which c10d backend a group uses.
 enum class Backend {
-    /// NCCL when this LibTorch has CUDA and NCCL and a GPU is present; else shared_memory
-    /// for the ranks of one in_ddp call on one machine, and Gloo for any other group.
+    /// NCCL when this LibTorch has CUDA and NCCL and every rank of the group has a GPU of
+    /// its own (the ranks agree on it as the group forms); else shared_memory for the
+    /// ranks of one in_ddp call on one machine, and Gloo for any other group.
     automatic,
-    gloo,  ///< CPU tensors over TCP (Gloo), also between the ranks of one machine
-    nccl,  ///< CUDA tensors over NCCL (needs a CUDA build of LibTorch)
+    /// CPU tensors over TCP (Gloo), also between the ranks of one machine; CUDA tensors
+    /// too, copied through the host (all-reduce and broadcast)
+    gloo,
+    /// CUDA tensors over NCCL, a GPU per rank (needs a CUDA build of LibTorch); CPU tensors
+    /// go to a Gloo group of the same ranks
+    nccl,
     /// CPU tensors through memory the ranks share: mpify's own backend, for the ranks of
     /// one in_ddp call on one machine. allreduce, broadcast, allgather and barrier go
     /// through it; any other call goes to a Gloo group formed when one is first made.
@@ -65,8 +70,11 @@ struct DdpOptions {
     int port = 0;
     /// The c10d backend.
     Backend backend = Backend::automatic;
-    /// Local rank -> CUDA device, any devices in any order ({3, 1}: local rank 0 uses GPU 3).
-    /// Empty: local rank k uses device k. Only meaningful with CUDA.
+    /// Local rank -> GPU, any GPUs in any order ({3, 1}: local rank 0 uses GPU 3), one
+    /// entry per rank of the call on this machine. Given, every rank computes on its GPU
+    /// whatever the backend (ranks may share one, except with NCCL); empty, local rank k
+    /// uses GPU k with NCCL and the CPU otherwise. Numbers count among the GPUs that
+    /// CUDA_VISIBLE_DEVICES leaves visible. mpify::ddp::device() tells a rank its device.
     std::vector<int> gpus;
     /// How long joining the group, and each collective, may take before failing.
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};

@@ -82,26 +82,44 @@ public:
 #endif
 
 /// The c10d::ProcessGroup that users and mpify's helpers call, serving `backend`'s
-/// collectives for tensors on the CPU, or on CUDA when `cuda`. On 1.x the backend is that
-/// group already. `backend_type` is c10d's name for the kind of backend ("gloo", "nccl";
-/// any other name is a custom backend).
+/// collectives for tensors on the CPU and on CUDA (Gloo copies CUDA tensors through the
+/// host; mpify's shared-memory group hands them to its Gloo group). On 1.x the backend is
+/// that group already. `backend_type` is c10d's name for the kind of backend ("gloo"; any
+/// other name is a custom backend).
 inline c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(c10::intrusive_ptr<C10dBackend> backend,
                                                                const c10::intrusive_ptr<c10d::Store>& store,
-                                                               const std::string& backend_type, bool cuda = false) {
+                                                               const std::string& backend_type) {
 #if MPIFY_C10D_HAS_BACKENDS
     c10::intrusive_ptr<c10d::ProcessGroup> group =
         c10::make_intrusive<NamedProcessGroup>(store, backend->getRank(), backend->getSize());
     const auto type = c10d::ProcessGroup::strToBackendType(backend_type);
     group->setDefaultBackend(type);
-    group->setBackend(cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU, type, backend);
+    group->setBackend(c10::DeviceType::CPU, type, backend);
+    group->setBackend(c10::DeviceType::CUDA, type, backend);
     return group;
 #else
     (void)store;
     (void)backend_type;
-    (void)cuda;
     return backend;
 #endif
 }
+
+#if MPIFY_C10D_HAS_BACKENDS
+/// A c10d::ProcessGroup of two backends, as torch's "cuda:nccl,cpu:gloo": `cuda` (its
+/// default, of c10d's kind `cuda_type`) for CUDA tensors, Gloo for the CPU's.
+inline c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(c10::intrusive_ptr<C10dBackend> cuda,
+                                                               const std::string& cuda_type,
+                                                               c10::intrusive_ptr<C10dBackend> cpu_gloo,
+                                                               const c10::intrusive_ptr<c10d::Store>& store) {
+    c10::intrusive_ptr<c10d::ProcessGroup> group =
+        c10::make_intrusive<NamedProcessGroup>(store, cuda->getRank(), cuda->getSize());
+    const auto type = c10d::ProcessGroup::strToBackendType(cuda_type);
+    group->setDefaultBackend(type);
+    group->setBackend(c10::DeviceType::CUDA, type, cuda);
+    group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, cpu_gloo);
+    return group;
+}
+#endif
 
 /// Whether LibTorch's autocast is on for the CPU, its dtype there, and setting both: the
 /// CPU-named functions of 1.x were replaced by device-type ones (2.4), and print a

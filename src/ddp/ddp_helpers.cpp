@@ -22,6 +22,8 @@ int rank() { return detail::active_group("mpify::ddp::rank").rank; }
 
 int world_size() { return detail::active_group("mpify::ddp::world_size").world_size; }
 
+c10::Device device() { return detail::active_group("mpify::ddp::device").device; }
+
 c10::intrusive_ptr<c10d::ProcessGroup> process_group() {
     return detail::active_group("mpify::ddp::process_group").group();
 }

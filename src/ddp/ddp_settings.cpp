@@ -1,6 +1,7 @@
 #include "ddp/ddp_settings.hpp"
 
 #include "common/environment_number.hpp"
+#include "ddp/rank_device.hpp"
 #include "memory/tensor_memory_cache.hpp"
 
 #include <mpify/error.hpp>
@@ -60,7 +61,19 @@ std::vector<int> parse_gpus(const char* text) {
     std::vector<int> gpus;
     if (!text) return gpus;
     std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) gpus.push_back(std::stoi(item));
+    for (std::string item; std::getline(in, item, ',');) {
+        std::size_t used = 0;
+        int gpu = -1;
+        try {
+            gpu = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size())
+            throw UsageError(fmt::format("mpify::DdpGuard: {} is '{}'; it is a list of GPU numbers such as '0,1'",
+                                         gpus_var, text));
+        gpus.push_back(gpu);
+    }
     return gpus;
 }
 
@@ -73,6 +86,7 @@ void check(const DdpSettings& s) {
                                      s.rank, s.world_size));
     if (s.port < 0 || s.port > 65535)
         throw UsageError(fmt::format("mpify::DdpGuard: port {} is not a TCP port", s.port));
+    check_gpus(s.gpus, s.local_world_size, "mpify::DdpGuard");
 }
 
 }  // namespace
@@ -123,6 +137,7 @@ DdpSettings settings_from_environment() {
     }
     DdpSettings s;
     s.local_rank = local_rank();
+    s.local_world_size = local_world_size();
     s.rank = env(base_rank_var) || !env("RANK")
                  ? static_cast<int>(env_number(base_rank_var, 0, 0, most_ranks)) + s.local_rank
                  : static_cast<int>(env_number("RANK", 0, 0, most_ranks));
@@ -152,6 +167,7 @@ DdpSettings settings_from_environment() {
 DdpSettings settings_from_options(const DdpOptions& options) {
     DdpSettings s;
     s.local_rank = local_rank();
+    s.local_world_size = local_world_size();
     const GroupPlace place = place_in_group(options, local_world_size(), "mpify::DdpGuard");
     s.rank = place.base_rank + s.local_rank;
     s.world_size = place.world_size;

@@ -16,6 +16,7 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 struct DdpSettings {
     int rank = 0;
     int local_rank = 0;
+    int local_world_size = 1;  ///< ranks of this call on this machine (LOCAL_WORLD_SIZE)
     int world_size = 1;
     std::string addr;
     int port = 0;

@@ -3,6 +3,7 @@
 #include "common/endpoint.hpp"
 #include "common/posix.hpp"
 #include "ddp/ddp_settings.hpp"
+#include "ddp/rank_device.hpp"
 #include "ddp/rendezvous.hpp"
 #include "store/client.hpp"
 #include "store/member.hpp"
@@ -213,6 +214,8 @@ void with_rendezvous(const DdpOptions& options, const Placement& placement, int 
             n, world));
     if (options.port < 0 || options.port > 65535)
         throw UsageError(fmt::format("mpify::in_ddp: port {} is not a TCP port", options.port));
+    // Ranks on other machines are counted there, by their own guards.
+    check_gpus(options.gpus, placement.launcher == Placement::Launcher::this_machine ? n : 1, "mpify::in_ddp");
     if (placement.launcher != Placement::Launcher::this_machine) {
         with_remote_rendezvous(options, placement, place, n, run);
         return;

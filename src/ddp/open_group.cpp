@@ -3,6 +3,7 @@
 #include "common/scoped_environment.hpp"
 #include "ddp/backends/collective_backend.hpp"
 #include "ddp/backends/forming_log.hpp"
+#include "ddp/rank_device.hpp"
 #include "ddp/rendezvous.hpp"
 #include "ddp/sigpipe_block.hpp"
 #include "store/server.hpp"
@@ -10,6 +11,7 @@
 #include <mpify/error.hpp>
 #include <mpify/tensor_memory.hpp>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fmt/format.h>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
@@ -25,13 +27,19 @@ std::unique_ptr<FormedGroup> form_group(const CollectiveBackend& chosen, Forming
     throw Error(fmt::format("mpify::DdpGuard (rank {}): no backend could form the group", context.settings.rank));
 }
 
+// Makes `device` this thread's current CUDA device, as c10::cuda::set_device does, through
+// the device guard CUDA registers (this file is compiled in builds without CUDA too).
+void bind_to_gpu(c10::Device device) { c10::impl::getDeviceGuardImpl(device.type())->setDevice(device); }
+
 }  // namespace
 
 std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     const CollectiveBackend& backend = choose_backend(s);
-    if (!s.gpus.empty() && s.local_rank >= static_cast<int>(s.gpus.size()))
-        throw UsageError(fmt::format("mpify::DdpGuard: local rank {} has no entry in gpus (it has {})", s.local_rank,
-                                     s.gpus.size()));
+    // The GPU of a rank whose group is not NCCL's: gpus given (checked now, before any
+    // waiting), or none. NCCL chooses its own as it forms.
+    const DeviceChoice other_backends = device_for_rank(s, s.gpus.empty() ? 0 : visible_gpus(), /*nccl=*/false);
+    if (!other_backends.trouble.empty())
+        throw UsageError(fmt::format("mpify::DdpGuard (rank {}): {}", s.rank, other_backends.trouble));
     const FormingLog log(s.rank);
     auto state = std::make_unique<ProcessGroupState>();
     state->sigpipe = std::make_unique<SigpipeBlock>();  // before Gloo starts its threads
@@ -45,7 +53,6 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     };
     if (s.port != 0) variables["MASTER_PORT"] = std::to_string(s.port);  // a one-machine group has no port
     state->environment = std::make_unique<ScopedEnvironment>(variables);
-    backend.prepare(s);
 
     // Launched without in_ddp (torchrun's way), rank 0 hosts the store.
     if (s.store.empty() && s.rank == 0) state->store_server = std::make_unique<store::Server>(store_endpoint(s));
@@ -53,6 +60,11 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     state->store = store;
     log.reached("store connected");
     state->formed = form_group(backend, FormingContext{store, s, log});
+    const int gpu = state->formed->gpu() >= 0 ? state->formed->gpu() : other_backends.gpu;
+    if (gpu >= 0) {
+        state->device = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(gpu));
+        bind_to_gpu(state->device);
+    }
     return state;
 }
 

@@ -36,6 +36,8 @@ struct ProcessGroupState {
     c10::intrusive_ptr<c10d::Store> store;
     /// The group, as its backend formed it (backends/collective_backend.hpp).
     std::unique_ptr<FormedGroup> formed;
+    /// Where this rank computes (rank_device.hpp): a GPU it was bound to, or the CPU.
+    c10::Device device{c10::DeviceType::CPU};
     /// A wait in it was abandoned (an interrupt): the group is given up on
     /// (FormedGroup::abandon) before it is closed.
     bool abandoned = false;

@@ -47,9 +47,6 @@ const CollectiveBackend& choose_backend(const DdpSettings& s) {
     const std::string why_not = chosen->unavailable_because(s);
     if (!why_not.empty())
         throw UsageError(fmt::format("mpify::DdpGuard: {}. Use Backend::gloo (or automatic).", why_not));
-    if (!s.gpus.empty() && !nccl_backend().unavailable_because(s).empty())
-        throw UsageError("mpify::DdpGuard: gpus were given, but CUDA is not available in this LibTorch or on "
-                         "this machine; leave gpus empty to train on the CPU");
     return *chosen;
 }
 

@@ -21,13 +21,17 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 /// helpers call, and whatever that group needs to stay usable and to close.
 class FormedGroup {
 public:
-    explicit FormedGroup(c10::intrusive_ptr<c10d::ProcessGroup> group) : group_(std::move(group)) {}
+    /// `gpu`: the GPU the backend bound this rank to (NCCL), or -1.
+    explicit FormedGroup(c10::intrusive_ptr<c10d::ProcessGroup> group, int gpu = -1)
+        : group_(std::move(group)), gpu_(gpu) {}
     /// Closes the group: its threads are joined.
     virtual ~FormedGroup();
     FormedGroup(const FormedGroup&) = delete;
     FormedGroup& operator=(const FormedGroup&) = delete;
 
     const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
+    /// The GPU the backend bound this rank to, or -1 (the backend chose no device).
+    int gpu() const { return gpu_; }
 
     /// Gives the group up after a wait in it was abandoned (an interrupt), before it is
     /// destroyed. By default the group is let go, never destroyed: its threads may be inside
@@ -36,6 +40,9 @@ public:
 
 protected:
     c10::intrusive_ptr<c10d::ProcessGroup> group_;
+
+private:
+    int gpu_ = -1;
 };
 
 /// What every backend's forming is given.
@@ -58,9 +65,6 @@ public:
     /// "" when it can serve a group of these settings (in this build, on this machine),
     /// else why not, as a sentence without its full stop ("the NCCL backend needs ...").
     virtual std::string unavailable_because(const DdpSettings& settings) const = 0;
-    /// Called on every rank before the group forms, when this backend was chosen: binds
-    /// the process to its device, for one.
-    virtual void prepare(const DdpSettings& settings) const { (void)settings; }
     /// Forms the group on every rank of it, or returns null when the ranks agreed this
     /// backend cannot serve them after all (every rank then tries the next one in the
     /// list that is available). Throws Error (a rank missing, connections failing).

@@ -1,12 +1,20 @@
-// The NCCL backend: CUDA tensors over NCCL, one GPU per rank. Compiled where LibTorch was
-// built with CUDA and NCCL (its targets define USE_C10D_NCCL); elsewhere it is a backend
-// that says it cannot serve.
+// The NCCL backend: CUDA tensors over NCCL, one GPU per rank (ddp/rank_device.hpp), with a
+// Gloo group of the same ranks for CPU tensors, as torch's "cuda:nccl,cpu:gloo". Compiled
+// where LibTorch was built with CUDA and NCCL (its targets define USE_C10D_NCCL);
+// elsewhere it is a backend that says it cannot serve.
+//
+// First in the automatic choice: its ranks agree in one round of the store whether every
+// one of them has a GPU of its own, and when one has not, all of them go on to the next
+// backend together (a machine without GPUs in the group, more ranks than GPUs).
 #include "ddp/backends/collective_backend.hpp"
+#include "ddp/rank_device.hpp"
 #include "ddp/rendezvous.hpp"
 
 #include <mpify/error.hpp>
 
 #ifdef USE_C10D_NCCL
+#include "ddp/backends/gloo/gloo_group.hpp"
+
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -16,36 +24,77 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
+#ifdef USE_C10D_NCCL
+// The two groups as the guard holds them: the Gloo group's loop is nudged while it closes
+// (as the Gloo backend's own), and an abandoned pair keeps its store.
+class FormedNcclGroup final : public FormedGroup {
+public:
+    FormedNcclGroup(c10::intrusive_ptr<c10d::ProcessGroup> group, GlooGroup cpu_gloo,
+                    const c10::intrusive_ptr<store::Client>& store, int gpu)
+        : FormedGroup(std::move(group), gpu), waker_(std::move(cpu_gloo.waker)), store_(store) {}
+
+    ~FormedNcclGroup() override {
+        {
+            const GlooLoopWaker::Nudging nudging = waker_->nudge();
+            group_.reset();  // joins both backends' threads before the store goes
+        }
+        waker_.reset();
+    }
+
+    void abandon() noexcept override {
+        (void)group_.release();  // leaked on purpose: see FormedGroup::abandon
+        (void)store_.release();
+    }
+
+private:
+    std::unique_ptr<GlooLoopWaker> waker_;
+    c10::intrusive_ptr<store::Client> store_;
+};
+#endif
+
 class NcclBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::nccl; }
 
-    std::string unavailable_because(const DdpSettings&) const override {
+    // Asked for by name, each rank checks its own GPU at once (a clear error before any
+    // waiting); chosen automatically, the ranks agree in form().
+    std::string unavailable_because(const DdpSettings& s) const override {
 #ifdef USE_C10D_NCCL
-        if (c10::cuda::device_count() > 0) return "";
-        return "the NCCL backend needs a GPU; CUDA finds none on this machine";
-#else
-        return "the NCCL backend needs a LibTorch built with CUDA and NCCL; this one is not";
-#endif
-    }
-
-    void prepare(const DdpSettings& s) const override {
-#ifdef USE_C10D_NCCL
-        const int device = s.gpus.empty() ? s.local_rank : s.gpus.at(static_cast<std::size_t>(s.local_rank));
-        c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+        if (s.backend != Backend::nccl) return "";
+        const DeviceChoice choice = device_for_rank(s, visible_gpus(), /*nccl=*/true);
+        return choice.trouble.empty()
+                   ? ""
+                   : "the NCCL backend cannot serve rank " + std::to_string(s.rank) + ": " + choice.trouble;
 #else
         (void)s;
+        return "the NCCL backend needs a LibTorch built with CUDA and NCCL; this one is not";
 #endif
     }
 
     std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
         const DdpSettings& s = c.settings;
-        wait_until_joined(c);
 #ifdef USE_C10D_NCCL
+        const DeviceChoice choice = device_for_rank(s, visible_gpus(), /*nccl=*/true);
+        const std::vector<std::string> reports =
+            gather_reports(*c.store, s, "nccl/device", choice.trouble, "did not join the group");
+        c.log.reached("every rank joined and said whether it has a GPU of its own");
+        std::string troubles;
+        for (std::size_t rank = 0; rank < reports.size(); ++rank)
+            if (!reports[rank].empty())
+                troubles += fmt::format("{}rank {}: {}", troubles.empty() ? "" : "; ", rank, reports[rank]);
+        if (!troubles.empty()) {
+            if (s.backend == Backend::nccl)
+                throw UsageError(fmt::format("mpify::DdpGuard (rank {}): the NCCL backend cannot serve this group: {}",
+                                             s.rank, troubles));
+            return nullptr;  // every rank saw the same reports: all go on to the next backend
+        }
+        c10::cuda::set_device(static_cast<c10::DeviceIndex>(choice.gpu));
         auto options = c10d::ProcessGroupNCCL::Options::create();
         options->timeout = s.timeout;
         auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c.store, s.rank, s.world_size, options);
-        auto formed = std::make_unique<FormedGroup>(as_process_group(nccl, c.store, "nccl", /*cuda=*/true));
+        GlooGroup cpu_gloo = form_gloo_group(c.store, s, c.log, "nccl-cpu-gloo");
+        auto group = as_process_group(nccl, "nccl", cpu_gloo.backend, c.store);
+        auto formed = std::make_unique<FormedNcclGroup>(std::move(group), std::move(cpu_gloo), c.store, choice.gpu);
         // A constructor can return on one rank while a peer is still completing its
         // connections: nobody goes on (and perhaps tears the group down) before all are done.
         wait_for_all(*c.store, s, "connected", "did not finish connecting");
