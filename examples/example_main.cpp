@@ -40,6 +40,12 @@ CommandLine parse_command_line(int argc, char** argv, const char* program, const
         } else if (std::strcmp(argv[i], "--nodes-from-environment") == 0) {
             cli.across_machines = true;
         } else {
+            // What was wrong first, then how it is used.
+            if (std::strcmp(argv[i], "--procs") == 0)
+                std::fprintf(stderr, "%s: --procs needs a whole number of processes, 1 or more (got %s)\n", program,
+                             has_value ? argv[i + 1] : "nothing");
+            else if (std::strcmp(argv[i], "--out") == 0) std::fprintf(stderr, "%s: --out needs a folder\n", program);
+            else std::fprintf(stderr, "%s: unknown option %s\n", program, argv[i]);
             std::fprintf(stderr,
                          "usage: %s [--procs N] [--out DIR] [--in-ddp-only] [--nodes-from-environment]\n"
                          "  --procs N  processes of the in_ddp run (per machine; default 2)\n"

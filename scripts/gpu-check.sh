@@ -90,9 +90,9 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_LIBDIR=$libdir/pkgconfig:$deps/usr/share/pkgconfig
 export PKG_CONFIG_SYSROOT_DIR=$deps   # the .pc files say /usr: read it as $deps/usr
 
-torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-torch_version=$("$python" -c 'import torch; print(torch.__version__)')
-gpus=$("$python" -c 'import torch; print(torch.cuda.device_count())')
+read -r torch_prefix torch_version gpus < <("$python" -W ignore -c \
+  'import torch; print(torch.utils.cmake_prefix_path, torch.__version__, torch.cuda.device_count())' 2>/dev/null)
+[ -n "${gpus:-}" ] || { echo "gpu-check: $python cannot import torch" >&2; exit 1; }
 step "configuring against torch $torch_version ($gpus GPU(s) seen by its Python)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr;$libdir/cmake" -DZLIB_ROOT="$deps/usr" \

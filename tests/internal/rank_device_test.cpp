@@ -63,12 +63,12 @@ TEST_CASE("gpus maps local ranks to GPUs in any order, shared except under NCCL"
     // A GPU the process does not see.
     const auto missing = device_for_rank(rank_of(0, 1, {5}), 2, false);
     CHECK(missing.gpu == -1);
-    CHECK_THAT(missing.trouble, Contains("local rank 0 was given GPU 5 (gpus[0]), but this process sees 2 GPUs, 0 to 1"));
+    CHECK_THAT(missing.trouble,
+               Contains("local rank 0 was given GPU 5 (gpus[0]), but this process sees 2 GPUs, 0 to 1"));
     CHECK_THAT(device_for_rank(rank_of(0, 1, {0}), 0, false).trouble, Contains("this process sees 0 GPUs"));
 }
 
-TEST_CASE("gpus with a negative number or fewer entries than ranks is refused whatever the machine",
-          "[rank_device]") {
+TEST_CASE("gpus with a negative number or fewer entries than ranks is refused whatever the machine", "[rank_device]") {
     using mpify::detail::check_gpus;
     CHECK_NOTHROW(check_gpus({}, 4, "mpify::in_ddp"));
     CHECK_NOTHROW(check_gpus({2, 2, 0}, 3, "mpify::in_ddp"));
