@@ -64,6 +64,10 @@ struct MPIFY_API RankStack {
     /// Its group's last collective calls, oldest first; empty when it had no group open
     /// (or its stack was not read).
     std::vector<CollectiveCall> collectives;
+    /// Why its record of collective calls was left out of `collectives`: the record lies
+    /// in the rank's memory, and what was read there is not what mpify writes (a number
+    /// out of range, a time not yet come). Empty otherwise.
+    std::string collectives_ignored;
 
     /// Every thread, a frame per line: "#3 train_step at cnn.hpp:41 (libmodel.so)". The
     /// names come from the rank's files, with their control characters written out, as
@@ -77,8 +81,8 @@ struct MPIFY_API RankStack {
 
 /// The ranks' records lined up, a line per rank, for a report: which collective each one
 /// waits in and since when, which ranks never entered the latest one and what was their
-/// last, and calls that differ between ranks at the same sequence number. Empty when no
-/// rank has a record.
+/// last, calls that differ between ranks at the same sequence number, and records left
+/// out as not plausible. Empty when no rank has a record.
 MPIFY_API std::string line_up_collectives(const std::vector<RankStack>& ranks);
 
 /// Where every rank of the calls running in this process is now (the caller's own rank

@@ -54,11 +54,15 @@ bool CollectiveCall::same_call_as(const CollectiveCall& other) const {
 
 // line_up_collectives, before the records' names are made printable.
 static std::string lined_up(const std::vector<RankStack>& ranks) {
+    std::string text;
+    for (const RankStack& rank : ranks)
+        if (!rank.collectives_ignored.empty())
+            text += fmt::format("\n- {}'s record of collective calls was left out, not being what mpify writes: {}",
+                                rank_name(rank), rank.collectives_ignored);
     std::uint64_t latest = 0;
     for (const RankStack& rank : ranks)
         for (const CollectiveCall& call : rank.collectives) latest = std::max(latest, call.sequence);
-    if (latest == 0) return "";
-    std::string text;
+    if (latest == 0) return text;
     for (const RankStack& rank : ranks) {
         if (rank.collectives.empty()) continue;
         const CollectiveCall& last = rank.collectives.back();

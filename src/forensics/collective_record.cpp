@@ -7,9 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -63,6 +65,10 @@ void store_sequence(RecordedCall& call, std::uint64_t sequence) {
 }
 
 std::string text_of(const char* field, std::size_t size) { return std::string(field, strnlen(field, size)); }
+
+// Beyond what any machine holds: a record that says more was not written by mpify.
+constexpr std::int32_t most_ranks = 1'000'000;
+constexpr std::uint64_t most_bytes = std::uint64_t(1) << 50;
 
 }  // namespace
 
@@ -126,11 +132,43 @@ void record_call_ended(std::uint64_t sequence) noexcept {
     if (load_sequence(slot) == sequence) __atomic_store_n(&slot.ended_ns, monotonic_ns(), __ATOMIC_RELAXED);
 }
 
-std::vector<CollectiveCall> recorded_calls_in(const CollectiveRecordMemory& record, std::int64_t now_ns) {
+std::string implausibility(const CollectiveRecordMemory& record, std::int64_t now_ns) {
+    const RecordHeader& h = record.header;
+    if (h.capacity != recorded_calls) return fmt::format("it holds {} calls, not {}", h.capacity, recorded_calls);
+    if (h.world_size < 1 || h.world_size > most_ranks || h.rank >= h.world_size)
+        return fmt::format("rank {} of a group of {}", h.rank, h.world_size);
+    for (std::size_t i = 0; i < recorded_calls; ++i) {
+        const RecordedCall& slot = record.calls[i];
+        const std::uint64_t sequence = load_sequence(slot);
+        if (sequence == 0) continue;
+        // A call in its slot of the ring, among the last ones entered (a slack of one more
+        // ring: two threads may enter calls at once).
+        if ((sequence - 1) % recorded_calls != i || sequence > h.next_sequence ||
+            h.next_sequence - sequence >= 2 * std::uint64_t(recorded_calls))
+            return fmt::format("call #{} in place {} of a ring whose last call is #{}", sequence, i, h.next_sequence);
+        const std::int64_t ended_ns = __atomic_load_n(&slot.ended_ns, __ATOMIC_RELAXED);
+        if (slot.started_ns <= 0 || slot.started_ns > now_ns ||
+            (ended_ns != 0 && (ended_ns < slot.started_ns || ended_ns > now_ns)))
+            return fmt::format("call #{} starts or ends where this machine's clock has not been", sequence);
+        if (slot.elements < 0 || slot.bytes > most_bytes || std::uint64_t(slot.elements) > 8 * most_bytes ||
+            slot.bucket < -1)
+            return fmt::format("call #{} of {} elements in {} bytes (bucket {})", sequence, slot.elements, slot.bytes,
+                               slot.bucket);
+    }
+    return "";
+}
+
+std::vector<CollectiveCall> recorded_calls_in(const CollectiveRecordMemory& record, std::int64_t now_ns,
+                                              std::string* ignored_because) {
     std::vector<CollectiveCall> calls;
     if (std::memcmp(record.header.magic, collective_record_magic, sizeof record.header.magic) != 0 ||
         record.header.rank < 0)
         return calls;
+    const std::string implausible = implausibility(record, now_ns);
+    if (!implausible.empty()) {
+        if (ignored_because != nullptr) *ignored_because = implausible;
+        return calls;
+    }
     for (const RecordedCall& slot : record.calls) {
         const std::uint64_t sequence = load_sequence(slot);
         if (sequence == 0) continue;
@@ -159,7 +197,7 @@ std::vector<CollectiveCall> own_recorded_calls() {
     return recorded_calls_in(*memory, monotonic_ns());
 }
 
-std::vector<CollectiveCall> read_collective_record(pid_t pid) {
+std::vector<CollectiveCall> read_collective_record(pid_t pid, std::string* ignored_because) {
     const std::string proc = "/proc/" + std::to_string(pid);
     std::ifstream maps(proc + "/maps");
     const std::string wanted = std::string("/memfd:") + collective_record_name;
@@ -177,7 +215,7 @@ std::vector<CollectiveCall> read_collective_record(pid_t pid) {
     CollectiveRecordMemory record;
     if (!mem || ::pread(mem.get(), &record, sizeof record, static_cast<off_t>(start)) != ssize_t(sizeof record))
         return {};
-    return recorded_calls_in(record, monotonic_ns());
+    return recorded_calls_in(record, monotonic_ns(), ignored_because);
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -47,13 +47,21 @@ void record_call_ended(std::uint64_t sequence) noexcept;
 /// This process's recorded calls, oldest first.
 std::vector<CollectiveCall> own_recorded_calls();
 
+/// "" when `record` holds what mpify writes: its header's numbers in range, each call in
+/// its place of the ring among the last ones entered, its times not after `now_ns` and in
+/// order, its sizes within what a machine holds. Else what is not, for a note (the record
+/// lies in the rank's own memory: the rank may have written anything there).
+std::string implausibility(const CollectiveRecordMemory& record, std::int64_t now_ns);
+
 /// The calls a record holds, oldest first, their ages counted to `now_ns` (CLOCK_MONOTONIC
-/// of the machine that wrote them).
-std::vector<CollectiveCall> recorded_calls_in(const CollectiveRecordMemory& record, std::int64_t now_ns);
+/// of the machine that wrote them). None when the record is not plausible
+/// (implausibility): then `ignored_because`, when given, says why.
+std::vector<CollectiveCall> recorded_calls_in(const CollectiveRecordMemory& record, std::int64_t now_ns,
+                                              std::string* ignored_because = nullptr);
 
 /// The record of process `pid`, read through /proc/PID/mem (the reader may trace it):
-/// empty when it has none, or no group open.
-std::vector<CollectiveCall> read_collective_record(pid_t pid);
+/// empty when it has none, or no group open, or it is not plausible (`ignored_because`).
+std::vector<CollectiveCall> read_collective_record(pid_t pid, std::string* ignored_because = nullptr);
 
 /// CLOCK_MONOTONIC in nanoseconds.
 std::int64_t monotonic_ns() noexcept;

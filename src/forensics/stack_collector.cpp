@@ -88,6 +88,7 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output) {
     DumpedProcess process = dumped.empty() ? DumpedProcess{} : std::move(dumped.front());
     // The record comes first, before any stack: kept even when the stacks never came.
     stack.collectives = std::move(process.collectives);
+    stack.collectives_ignored = std::move(process.record_ignored);
     if (process.threads.empty() && process.error.empty()) {
         stack.unavailable = fmt::format("not read: mpify-stacks gave no answer ({})", output.how);
         return stack;

@@ -40,6 +40,8 @@ std::string call_line(const CollectiveCall& call) {
                        call.started_seconds_ago, call.ended ? fmt::format("{:.3f}", call.ended_seconds_ago) : "-");
 }
 
+std::string record_ignored_line(const std::string& why) { return fmt::format("record-ignored\t{}\n", field(why)); }
+
 std::string thread_lines(const ThreadStack& thread) {
     std::string text = fmt::format("thread\t{}\t{}\n", thread.tid, field(thread.name));
     for (const StackFrame& frame : thread.frames)
@@ -54,6 +56,7 @@ std::string format_stack_dump(const std::vector<DumpedProcess>& processes) {
     std::string text;
     for (const DumpedProcess& process : processes) {
         text += process_line(process.pid, process.error);
+        if (!process.record_ignored.empty()) text += record_ignored_line(process.record_ignored);
         for (const CollectiveCall& call : process.collectives) text += call_line(call);
         for (const ThreadStack& thread : process.threads) text += thread_lines(thread);
     }
@@ -84,6 +87,8 @@ std::vector<DumpedProcess> parse_stack_dump(const std::string& text) {
             call.ended = fields[10] != "-";
             if (call.ended) call.ended_seconds_ago = std::strtod(fields[10].c_str(), nullptr);
             processes.back().collectives.push_back(std::move(call));
+        } else if (fields[0] == "record-ignored" && fields.size() == 2 && !processes.empty()) {
+            processes.back().record_ignored = fields[1];
         } else if (fields[0] == "error" && fields.size() == 2 && !processes.empty()) {
             processes.back().error = fields[1];
         } else if (fields[0] == "thread" && fields.size() == 3 && !processes.empty()) {

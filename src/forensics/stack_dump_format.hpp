@@ -16,15 +16,18 @@ struct DumpedProcess {
     std::vector<ThreadStack> threads;
     std::string error;  ///< empty when `threads` were read
     std::vector<CollectiveCall> collectives;  ///< its group's record (collective_record.hpp)
+    std::string record_ignored;  ///< why its record was not plausible, and so left out; else empty
 };
 
 std::string format_stack_dump(const std::vector<DumpedProcess>& processes);
 
 /// The lines format_stack_dump writes, for a dump written as it is read (mpify-stacks): a
-/// process's first line (with why nothing of it was read, if so), a call of its record,
+/// process's first line (with why nothing of it was read, if so), a call of its record (or
+/// why its record was left out),
 /// a thread and its frames, and, after its threads, what of them is missing.
 std::string process_line(int pid, const std::string& error);
 std::string call_line(const CollectiveCall& call);
+std::string record_ignored_line(const std::string& why);
 std::string thread_lines(const ThreadStack& thread);
 std::string error_line(const std::string& error);
 

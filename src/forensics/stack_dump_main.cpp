@@ -199,8 +199,8 @@ DumpedProcess dump(pid_t pid) {
     }
     // Read while every thread is held: the record as it was where the stacks are; first,
     // for it is what a report of a hang needs most and costs nothing to read.
-    process.collectives = read_collective_record(pid);
-    std::string record;
+    process.collectives = read_collective_record(pid, &process.record_ignored);
+    std::string record = process.record_ignored.empty() ? "" : record_ignored_line(process.record_ignored);
     for (const mpify::CollectiveCall& call : process.collectives) record += call_line(call);
     write_out(record);  // a failed write shows when the rest is written
     Dwfl* dwfl = dwfl_begin(&callbacks);
