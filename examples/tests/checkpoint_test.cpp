@@ -4,6 +4,7 @@
 #include <learner/checkpoint_file.hpp>
 #include <mpify/learner/learner.hpp>
 
+#include "learner_group_functions.hpp"
 #include "line_data.hpp"
 #include "scratch_folder.hpp"
 
@@ -20,9 +21,11 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 using namespace mpify::learner;
 using namespace mpify_examples;
+using mpify_examples::testing::epoch_2_in_parts;
 using mpify_examples::testing::line;
 using mpify_examples::testing::ScratchFolder;
 using Catch::Matchers::Contains;
@@ -117,6 +120,28 @@ TEST_CASE("a fit stopped in epoch 2 and started again ends with the never-stoppe
             CHECK(h.epochs[e].valid_loss == whole.epochs[e].valid_loss);
         }
         CHECK(h.batch_losses == whole.batch_losses);
+    }
+}
+
+TEST_CASE("an epoch stopped on 2 ranks and resumed on 3, or on 3 and resumed on 2, trains each sample once",
+          "[checkpoint][ddp]") {
+    for (const auto& [before, after, stop] : {std::tuple{2, 3, 3}, std::tuple{3, 2, 2}}) {
+        INFO(before << " ranks, then " << after);
+        const ScratchFolder dir("mpify_resize", "checkpoints");
+        const auto first = mpify::in_ddp(before, epoch_2_in_parts, dir.path().string(), std::int64_t{stop});
+        const auto second = mpify::in_ddp(after, epoch_2_in_parts, dir.path().string(), std::int64_t{-1});
+        // The checkpoint held `stop` batches of every rank: `stop` × 4 × `before` samples.
+        CHECK(first[0].sum().item<std::int64_t>() == stop * 4 * before);
+        CHECK(first[1][1].item<double>() == stop * before);
+        // Every sample trained in one part or the other, once; only the padding that gives
+        // each of the `after` ranks as many samples repeats some (fewer than `after`).
+        const at::Tensor times = first[0] + second[0];
+        CHECK(times.min().item<std::int64_t>() == 1);
+        CHECK(times.sum().item<std::int64_t>() - 50 < after);
+        // The epoch's loss: the mean over the batches of both parts.
+        const double batches = first[1][1].item<double>() + second[1][1].item<double>();
+        const double mean = (first[1][0].item<double>() + second[1][0].item<double>()) / batches;
+        CHECK(second[1][2].item<double>() == Approx(mean).epsilon(1e-12));
     }
 }
 

@@ -90,4 +90,70 @@ std::int64_t epochs_before_early_stop() {
 }
 MPIFY_REGISTER(epochs_before_early_stop);
 
+namespace {
+
+// What epoch_2_in_parts sees of its fit: the loss function notes each training batch's
+// sample numbers (the targets' second column; -1 in validation), the callback keeps them
+// once the batch is done, with its loss, and stops the fit where asked.
+struct EpochTwoWatch : Callback {
+    explicit EpochTwoWatch(std::int64_t stop) : stop_batch(stop) {}
+    void before_epoch(const Learner&, int epoch, std::int64_t) override { current_epoch = epoch; }
+    void after_batch(const Learner&, std::int64_t batch, double loss) override {
+        if (current_epoch != 2) {
+            pending.clear();
+            return;
+        }
+        if (batch == stop_batch) throw std::runtime_error("stopped on purpose");
+        samples.insert(samples.end(), pending.begin(), pending.end());
+        pending.clear();
+        loss_sum += loss;
+        ++batches;
+    }
+    std::int64_t stop_batch;
+    int current_epoch = 0;
+    std::vector<std::int64_t> pending, samples;
+    double loss_sum = 0;
+    std::int64_t batches = 0;
+};
+
+}  // namespace
+
+std::vector<at::Tensor> epoch_2_in_parts(std::string dir, std::int64_t stop_batch) {
+    constexpr std::int64_t n = 50;
+    auto gen = at::detail::createCPUGenerator(11);
+    const at::Tensor x = torch::rand({n, 1}, gen);
+    const at::Tensor numbers = torch::arange(n, torch::kFloat).reshape({n, 1});
+    const DataSet train{x, torch::cat({3 * x - 1, numbers}, 1)};
+    const at::Tensor vx = torch::rand({8, 1}, gen);
+    const DataSet valid{vx, torch::cat({3 * vx - 1, torch::full({8, 1}, -1.0)}, 1)};
+    auto watch = std::make_shared<EpochTwoWatch>(stop_batch);
+    auto loss = [watch](const at::Tensor& out, const at::Tensor& target) {
+        const at::Tensor number = target.select(1, 1).to(torch::kLong);
+        if (number.numel() > 0 && number[0].item<std::int64_t>() >= 0)
+            for (std::int64_t i = 0; i < number.numel(); ++i) watch->pending.push_back(number[i].item<std::int64_t>());
+        return torch::mse_loss(out, target.narrow(1, 0, 1));
+    };
+    torch::manual_seed(3);
+    LearnerOptions options = all_batches();
+    options.checkpoint_dir = dir;
+    options.checkpoint_every = 1;
+    Learner learn({train, valid, 4, 7}, std::make_shared<torch::nn::LinearImpl>(1, 1), loss, {}, options);
+    learn.add_callback(watch);
+    double train_loss = -1;
+    try {
+        train_loss = learn.fit(2, 0.05).epochs.back().train_loss;
+    } catch (const std::runtime_error& e) {
+        if (std::string(e.what()) != "stopped on purpose") throw;
+    }
+    at::Tensor counts = torch::zeros({n}, torch::kLong);
+    for (std::int64_t sample : watch->samples) counts[sample] += 1;
+    at::Tensor sums = torch::tensor({watch->loss_sum, static_cast<double>(watch->batches)}, torch::kDouble);
+    if (mpify::ddp::active()) {
+        mpify::ddp::all_reduce(counts);
+        mpify::ddp::all_reduce(sums);
+    }
+    return {counts, torch::cat({sums, torch::tensor({train_loss}, torch::kDouble)})};
+}
+MPIFY_REGISTER(epoch_2_in_parts);
+
 }  // namespace mpify_examples::testing

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mpify_examples::testing {
@@ -37,5 +38,14 @@ std::vector<at::Tensor> fit_accumulating(std::int64_t batch_size, std::int64_t a
 /// the epochs it ran. In a group every rank checks that all stopped after the same epoch
 /// (else it throws).
 std::int64_t epochs_before_early_stop();
+
+/// Epoch 2 of a fit(2, 0.05) of a line (50 samples, batches of 4 a rank), checkpointed
+/// after every batch in `dir`: with `stop_batch` >= 0, stopped by a throw after training
+/// batch `stop_batch` of epoch 2 (whose checkpoint is then not written); with -1, resumed
+/// from the checkpoint there. Returns, over every rank, how many times each sample was
+/// trained in the batches of epoch 2 that the last checkpoint holds (stopped) or that
+/// this run trained (resumed), and {sum of those batches' losses, their number, and,
+/// resumed, the epoch's recorded train_loss}.
+std::vector<at::Tensor> epoch_2_in_parts(std::string dir, std::int64_t stop_batch);
 
 }  // namespace mpify_examples::testing

@@ -25,6 +25,12 @@ public:
     void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
     /// This rank's sample indices for the current epoch, in the order to visit them.
     std::vector<std::int64_t> indices() const;
+    /// This rank's share of the current epoch's samples after the first `done` of its
+    /// permutation, sharded and padded as indices() does the whole: an epoch resumed after
+    /// `done` samples were trained, at this world size or another. indices_after(0) is
+    /// indices(); at the same world size, indices_after(b × world_size) is indices() from
+    /// its b-th entry on.
+    std::vector<std::int64_t> indices_after(std::int64_t done) const;
     /// Number of indices per rank per epoch.
     std::int64_t shard_size() const;
 

@@ -187,6 +187,8 @@ std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim:
     archive.write("world_size", c10::IValue(static_cast<std::int64_t>(position.world_size)));
     archive.write("seed", c10::IValue(static_cast<std::int64_t>(position.seed)));
     archive.write("partial_loss_sum", c10::IValue(position.partial_loss_sum));
+    archive.write("samples_done", c10::IValue(position.samples_done));
+    archive.write("partial_batches", c10::IValue(position.partial_batches));
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     {
         std::lock_guard<std::mutex> lock(generator.mutex());
@@ -208,7 +210,7 @@ std::string export_bytes(const torch::nn::Module& model) {
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
-                                 torch::optim::Optimizer* optimizer) {
+                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size) {
     // Everything is read and checked first; the model, the optimizer and the random
     // generator change only when the whole file is good.
     CheckedFile file = open_checked(path, bytes, model);
@@ -237,6 +239,15 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     p.world_size = static_cast<int>(required(archive, path, "world_size").toInt());
     p.seed = static_cast<std::uint64_t>(required(archive, path, "seed").toInt());
     p.partial_loss_sum = required(archive, path, "partial_loss_sum").toDouble();
+    // Formats 1 and 2 counted batches at one world size only: as many samples.
+    c10::IValue samples_done, partial_batches;
+    const bool in_samples = archive.try_read("samples_done", samples_done) && samples_done.isInt() &&
+                            archive.try_read("partial_batches", partial_batches) && partial_batches.isInt();
+    p.samples_done = in_samples ? samples_done.toInt() : p.batch * batch_size * p.world_size;
+    p.partial_batches = in_samples ? partial_batches.toInt() : p.batch * p.world_size;
+    if (p.samples_done < 0 || p.partial_batches < 0 || p.batch < 0 || p.world_size < 1)
+        throw bad_file(path, "its position is out of range (batch " + std::to_string(p.batch) + ", samples done " +
+                                 std::to_string(p.samples_done) + ", world size " + std::to_string(p.world_size) + ")");
     at::Tensor rng;
     archive.read("rng", rng, /*is_buffer=*/true);
     at::Tensor history;

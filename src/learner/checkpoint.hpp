@@ -22,9 +22,10 @@ class Optimizer;
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
 
-/// The format version this build writes and reads (2: in a checksum frame; 1, without
-/// one, is still read).
-constexpr std::int64_t checkpoint_format = 2;
+/// The format version this build writes and reads (3: the position of a mid-epoch
+/// checkpoint in samples, for an epoch resumed at another world size; 2, counted in
+/// batches, and 1, without a checksum frame, are still read).
+constexpr std::int64_t checkpoint_format = 3;
 
 /// A checkpoint's bytes: `model` (the user's module, not a DDP wrapper), the optimizer
 /// when there is one, `position`, this process's RNG state and `history`.
@@ -48,9 +49,9 @@ std::string tensor_as_bytes(const at::Tensor& tensor);
 /// Reads the checkpoint `bytes` (of file `path`, for messages): checks its header and
 /// the model's names and shapes, then loads the model, the optimizer (when given and
 /// saved), and the RNG state. Throws std::runtime_error naming `path` and what does not
-/// match.
+/// match. `batch_size` (the Learner's) counts the samples a format 1 or 2 file had done.
 LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
-                                 torch::optim::Optimizer* optimizer);
+                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size);
 
 /// Loads the model of an export (or a checkpoint) in `bytes` into `model`; the same checks.
 void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model);

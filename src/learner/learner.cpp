@@ -180,14 +180,19 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
     const std::int64_t batch = data_.batch_size;
     const std::int64_t group = options_.accumulate;
     const auto rows_of = [&](std::int64_t b) { return std::min(batch, order.size(0) - b * batch); };
+    // A resumed epoch: `order` holds what is left, after `skipped` batches' worth at this
+    // world size, and the partial_* fields what the batches done had.
+    const std::int64_t skipped = position.batch;
+    const std::int64_t samples_before = position.samples_done, batches_before = position.partial_batches;
     double loss_sum = carried;
     model_->train();
-    for (std::int64_t b = position.batch; b < batches; ++b) {
+    for (std::int64_t b = 0; b < batches; ++b) {
         // The accumulation group of batch b: [first, end), one optimizer step at its end.
         const std::int64_t first = b / group * group, end = std::min(first + group, batches);
         std::int64_t group_rows = 0;
         for (std::int64_t g = first; g < end; ++g) group_rows += rows_of(g);
-        const auto [lr, momentum] = schedule((position.epoch * batches + b) / total_steps);
+        const auto [lr, momentum] =
+            schedule(static_cast<double>(position.epoch * position.batches_per_epoch + skipped + b) / total_steps);
         apply(*optimizer_, lr, momentum);
         const at::Tensor rows = order.narrow(0, b * batch, rows_of(b));
         if (b == first) optimizer_->zero_grad();
@@ -211,7 +216,7 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         const double value = loss.item<double>();
         loss_sum += value;
         history.batch_losses.push_back(value);
-        for (const auto& cb : callbacks_) cb->after_batch(*this, b, value);
+        for (const auto& cb : callbacks_) cb->after_batch(*this, skipped + b, value);
         const std::int64_t done = b + 1;
         // Within an accumulation group, the gradients so far are in no checkpoint.
         if (options_.checkpoint_dir.empty() || options_.checkpoint_every <= 0 || done == batches ||
@@ -220,9 +225,12 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         // Every rank's losses so far, so that the resumed epoch's mean is the same.
         at::Tensor sum = torch::tensor(loss_sum, torch::kDouble);
         if (ddp_model_) mpify::ddp::all_reduce(sum);
-        position.batch = done;
-        position.partial_loss_sum = sum.item<double>();
-        write_checkpoint(checkpoint_path(), position, history);
+        FitPosition at = position;
+        at.batch = skipped + done;
+        at.samples_done = samples_before + done * batch * world_size_;
+        at.partial_batches = batches_before + done * world_size_;
+        at.partial_loss_sum = sum.item<double>();
+        write_checkpoint(checkpoint_path(), at, history);
     }
     return loss_sum;
 }
@@ -292,17 +300,28 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
         const auto epoch_start = Clock::now();
         for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
         sampler.set_epoch(epoch);
-        const at::Tensor order = torch::tensor(sampler.indices(), torch::kLong);
+        // A resumed epoch trains the samples its first part did not, sharded anew (the
+        // world size may have changed), and counts the first part's batches and losses.
+        const bool resumed = epoch == start.epoch && start.samples_done > 0;
         FitPosition position = start;
         position.epoch = epoch;
-        position.batch = epoch == start.epoch ? start.batch : 0;
-        // A resumed epoch's losses before the checkpoint count once: on rank 0.
-        const double carried = epoch == start.epoch && rank_ == 0 ? start.partial_loss_sum : 0.0;
+        position.batch = 0;
+        position.samples_done = resumed ? start.samples_done : 0;
+        position.partial_batches = resumed ? start.partial_batches : 0;
+        const at::Tensor order = torch::tensor(sampler.indices_after(position.samples_done), torch::kLong);
+        std::int64_t epoch_batches = batches;
+        if (resumed) {
+            position.batch = std::min(batches, position.samples_done / (data_.batch_size * world_size_));
+            epoch_batches = std::min(ceil_div(order.size(0), data_.batch_size), batches - position.batch);
+        }
+        // The first part's losses and batches count once: on rank 0.
+        const double carried = resumed && rank_ == 0 ? start.partial_loss_sum : 0.0;
+        const double carried_batches = resumed && rank_ == 0 ? static_cast<double>(start.partial_batches) : 0.0;
         // One vector of sums, reduced over the ranks in one collective:
         // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
         std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
-        sums[0] = train_epoch(order, position, batches, total_steps, carried, schedule, history);
-        sums[1] = static_cast<double>(batches);
+        sums[0] = train_epoch(order, position, epoch_batches, total_steps, carried, schedule, history);
+        sums[1] = static_cast<double>(epoch_batches) + carried_batches;
         add_validation(valid_rows, sums);
         if (ddp_model_) {
             at::Tensor reduced = torch::tensor(sums, torch::kDouble);
@@ -316,6 +335,8 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
         position.epoch = epoch + 1;
         position.batch = 0;
         position.partial_loss_sum = 0;
+        position.samples_done = 0;
+        position.partial_batches = 0;
         position_ = position;
         history_ = history;
         if (!options_.checkpoint_dir.empty()) write_checkpoint(checkpoint_path(), position, history);
@@ -374,7 +395,7 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
         write_checkpoint(checkpoint_path(), start, history);
         return true;
     }
-    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get(), data_.batch_size);
     const FitPosition& was = loaded.position;
     auto describe = [](const FitPosition& p) {
         std::ostringstream text;
@@ -391,6 +412,8 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     start.epoch = was.epoch;
     start.batch = was.batch;
     start.partial_loss_sum = was.partial_loss_sum;
+    start.samples_done = was.samples_done;
+    start.partial_batches = was.partial_batches;
     std::ostringstream note;
     note << "Learner: " << path << ": ";
     if (was.epoch >= start.epochs) {
@@ -403,12 +426,9 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
     }
     note << "resuming after epoch " << was.epoch << " of " << was.epochs;
     if (was.batch > 0) note << ", batch " << was.batch << " of the next";
-    if (was.world_size != world_size_) {
-        // The same number of samples done, in this world size's batches.
-        start.batch = std::min(start.batches_per_epoch - 1, was.batch * was.world_size / world_size_);
+    if (was.world_size != world_size_)
         note << "; it ran on " << was.world_size << " rank(s), this on " << world_size_
-             << ": the sampler re-shards the data";
-    }
+             << ": the samples left are sharded anew";
     if (rank_ == 0) std::cout << note.str() << std::endl;
     return true;
 }
@@ -429,7 +449,7 @@ void Learner::make_optimizer() {
 void Learner::load(const std::string& path) {
     make_optimizer();
     const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/false);
-    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get());
+    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get(), data_.batch_size);
     position_ = loaded.position;
     history_ = loaded.history;
 }
