@@ -95,6 +95,31 @@ bool fast_bfloat16_cpu() {
 #endif
 }
 
+// What an epoch trains: its shard, or, for the epoch a checkpoint stopped in, the samples
+// its first part did not train, sharded anew (the world size may have changed).
+struct EpochPart {
+    at::Tensor order;      ///< this rank's samples, in the order to train them
+    std::int64_t batches;  ///< how many batches they make
+};
+
+// Sets `position` (a copy of the fit's start) to the beginning of what epoch `epoch` trains,
+// of `batches` batches when whole: at its first batch, or after the first part of a resumed
+// epoch, whose batches done (in this world size's batches), samples and losses it keeps.
+EpochPart part_to_train(FitPosition& position, int epoch, const mpify::DistributedSampler& sampler,
+                        std::int64_t batches, std::int64_t batch_size, int world_size) {
+    if (epoch != position.epoch || position.samples_done == 0) {
+        position.batch = position.samples_done = position.partial_batches = 0;
+        position.partial_loss_sum = 0;
+    }
+    position.epoch = epoch;
+    EpochPart part{torch::tensor(sampler.indices_after(position.samples_done), torch::kLong), batches};
+    if (position.samples_done > 0) {
+        position.batch = std::min(batches, position.samples_done / (batch_size * world_size));
+        part.batches = std::min(ceil_div(part.order.size(0), batch_size), batches - position.batch);
+    }
+    return part;
+}
+
 }  // namespace
 
 std::int64_t LearnerOptions::max_batches_from_environment() {
@@ -300,28 +325,17 @@ History Learner::run(FitPosition start, const Schedule& schedule) {
         const auto epoch_start = Clock::now();
         for (const auto& cb : callbacks_) cb->before_epoch(*this, epoch + 1, batches);
         sampler.set_epoch(epoch);
-        // A resumed epoch trains the samples its first part did not, sharded anew (the
-        // world size may have changed), and counts the first part's batches and losses.
-        const bool resumed = epoch == start.epoch && start.samples_done > 0;
         FitPosition position = start;
-        position.epoch = epoch;
-        position.batch = 0;
-        position.samples_done = resumed ? start.samples_done : 0;
-        position.partial_batches = resumed ? start.partial_batches : 0;
-        const at::Tensor order = torch::tensor(sampler.indices_after(position.samples_done), torch::kLong);
-        std::int64_t epoch_batches = batches;
-        if (resumed) {
-            position.batch = std::min(batches, position.samples_done / (data_.batch_size * world_size_));
-            epoch_batches = std::min(ceil_div(order.size(0), data_.batch_size), batches - position.batch);
-        }
+        const EpochPart part = part_to_train(position, epoch, sampler, batches, data_.batch_size, world_size_);
         // The first part's losses and batches count once: on rank 0.
-        const double carried = resumed && rank_ == 0 ? start.partial_loss_sum : 0.0;
-        const double carried_batches = resumed && rank_ == 0 ? static_cast<double>(start.partial_batches) : 0.0;
+        const bool counts_first_part = rank_ == 0;
         // One vector of sums, reduced over the ranks in one collective:
         // [train loss, train batches, valid loss * n, valid n, (metric sum, metric count)...]
         std::vector<double> sums(4 + 2 * metrics_.size(), 0.0);
-        sums[0] = train_epoch(order, position, epoch_batches, total_steps, carried, schedule, history);
-        sums[1] = static_cast<double>(epoch_batches) + carried_batches;
+        sums[0] = train_epoch(part.order, position, part.batches, total_steps,
+                              counts_first_part ? position.partial_loss_sum : 0.0, schedule, history);
+        sums[1] = static_cast<double>(part.batches) +
+                  (counts_first_part ? static_cast<double>(position.partial_batches) : 0.0);
         add_validation(valid_rows, sums);
         if (ddp_model_) {
             at::Tensor reduced = torch::tensor(sums, torch::kDouble);

@@ -196,9 +196,11 @@ private:
     /// Both fits: `start` says which fit it is (schedule, epochs, lr) and where it begins.
     History run(FitPosition start, const Schedule& schedule);
     at::Tensor forward_train(const at::Tensor& inputs);
-    /// Training batches `position.batch` to `batches` - 1 of epoch `position.epoch`, in
-    /// `order`, of a fit of `total_steps` batches; each loss goes to `history` and the
-    /// callbacks. Returns the sum of the losses, `carried` (what a resumed epoch had) included.
+    /// Trains the `batches` batches of `order` in epoch `position.epoch`, of a fit of
+    /// `total_steps` batches; in a resumed epoch they come after `position.batch` batches'
+    /// worth (the schedule and the callbacks count on from there). Each loss goes to
+    /// `history` and the callbacks. Returns the sum of the losses, `carried` (what a resumed
+    /// epoch had) included.
     double train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
                        double carried, const Schedule& schedule, History& history);
     /// The checkpoint of options().checkpoint_dir, when there is one, read by rank 0 and
