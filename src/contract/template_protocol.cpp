@@ -73,6 +73,7 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
     ByteWriter out;
     out.i64(request.caller);
     out.str(request.library);
+    out.str(request.library_origin);
     out.u32(static_cast<std::uint32_t>(request.env.size()));
     for (const std::string& entry : request.env) out.str(entry);
     const std::string bytes = out.take();
@@ -92,6 +93,7 @@ ForkRequest decode_fork_request(std::string_view bytes) {
     ForkRequest request;
     request.caller = static_cast<pid_t>(in.i64("the caller's pid"));
     request.library = in.str("the library");
+    request.library_origin = in.str("the library's origin");
     // Each entry takes at least its 4-byte length.
     const std::size_t count = in.count("variables", 4, max_message / 4);
     request.env.reserve(count);

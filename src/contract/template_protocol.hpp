@@ -32,6 +32,9 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 struct ForkRequest {
     pid_t caller = 0;              ///< the worker checks that this is its parent
     std::string library;           ///< loaded by the template before it forks; empty: none
+    /// The library's path on the caller's machine, where `library` is a copy of it under
+    /// another path (shipped, or found in this machine's cache); empty: `library` is it.
+    std::string library_origin;
     std::vector<std::string> env;  ///< the worker's whole environment, "NAME=value"
 };
 

@@ -24,29 +24,42 @@ extern char** environ;
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// What each library file was when this process loaded it: a rebuilt file must not be
-// served from the old copy.
-std::map<std::string, FileVersion>& loaded_libraries() {
-    static std::map<std::string, FileVersion> loaded;
+// A library this process loaded: the file it loaded, and what that file was then.
+struct LoadedLibrary {
+    std::string path;
+    FileVersion version;
+};
+
+// The libraries this process loaded, by the caller's name for each (its path on the
+// caller's machine): a rebuilt library must not be served from the old copy, and a copy
+// of the new build must not be loaded beside the old one, whose functions would stand in
+// for the new one's (the same names, loaded first).
+std::map<std::string, LoadedLibrary>& loaded_libraries() {
+    static std::map<std::string, LoadedLibrary> loaded;
     return loaded;
 }
 
 }  // namespace
 
-TemplateReply load_library_for_workers(const std::string& path) {
+TemplateReply load_library_for_workers(const std::string& path, const std::string& origin) {
     struct stat info{};
     if (::stat(path.c_str(), &info) != 0)
         return {TemplateStatus::failed, -1, fmt::format("cannot find {}: {}", path, std::strerror(errno))};
     const FileVersion now = FileVersion::of(info);
-    const auto known = loaded_libraries().find(path);
+    const std::string& name = origin.empty() ? path : origin;
+    const auto known = loaded_libraries().find(name);
     if (known != loaded_libraries().end()) {
-        if (known->second == now) return {};
+        if (known->second.path == path && known->second.version == now) return {};
+        if (known->second.path == path)
+            return {TemplateStatus::stale_library, -1,
+                    fmt::format("{} changed on disk since the template loaded it", path)};
         return {TemplateStatus::stale_library, -1,
-                fmt::format("{} changed on disk since the template loaded it", path)};
+                fmt::format("{} was rebuilt since the template loaded its copy {} (the new build's copy is {})", name,
+                            known->second.path, path)};
     }
     if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
         return {TemplateStatus::failed, -1, fmt::format("cannot load {}: {}", path, ::dlerror())};
-    loaded_libraries().emplace(path, now);
+    loaded_libraries().emplace(name, LoadedLibrary{path, now});
     return {};
 }
 
@@ -54,7 +67,7 @@ std::size_t loaded_library_count() { return loaded_libraries().size(); }
 
 TemplateReply ready_to_fork(const ForkRequest& request) {
     if (!request.library.empty()) {
-        TemplateReply loaded = load_library_for_workers(request.library);
+        TemplateReply loaded = load_library_for_workers(request.library, request.library_origin);
         if (loaded.status != TemplateStatus::ok) return loaded;
     }
     if (const int threads = thread_count(); threads != 1)

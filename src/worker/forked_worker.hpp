@@ -17,7 +17,9 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 /// Loads the library at `path` into this process unless it did already; a file that
 /// changed on disk since is refused (stale_library): the old copy must not serve it.
-TemplateReply load_library_for_workers(const std::string& path);
+/// `origin`, when `path` is a copy: the library's path on the caller's machine. A copy of
+/// another build of a library loaded before is refused too (stale_library).
+TemplateReply load_library_for_workers(const std::string& path, const std::string& origin = {});
 
 /// How many libraries load_library_for_workers has loaded into this process: a process
 /// forked when it was lower lacks the later ones.

@@ -274,7 +274,8 @@ private:
         }
         request->caller = agent.pid;
         if (fds.empty()) {  // a library to load now, for the fork that comes next
-            if (!request->library.empty()) note_refusal(load_library_for_workers(request->library));
+            if (!request->library.empty())
+                note_refusal(load_library_for_workers(request->library, request->library_origin));
             return;
         }
         TemplateReply reply = fork_worker(*request, fds);

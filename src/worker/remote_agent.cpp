@@ -222,14 +222,21 @@ private:
     bool reaped_ = false, ended_ = false;
 };
 
+// The call's library on this machine: where it is, and, where that is a copy (shipped, or
+// in the cache), its path on the caller's machine.
+struct PlacedLibrary {
+    std::string path, origin;
+};
+
 // Has the node's template fork the worker of `spec`, after loading `library` (the
 // function's, where this node has it); `note` gets what it said of the fork. Throws
 // std::runtime_error saying why not.
-ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const std::string& library,
+ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const PlacedLibrary& library,
                                      std::string& note) {
     ForkRequest request;
     request.caller = ::getpid();
-    request.library = library;
+    request.library = library.path;
+    request.library_origin = library.origin;
     request.env = spec.env;
     std::vector<int> fds{spec.channel_fd, spec.stdout_fd, spec.stderr_fd};
     if (spec.args_fd >= 0) fds.push_back(spec.args_fd);
@@ -251,10 +258,11 @@ ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, 
 
 // Has the node's template load `library` now, while the caller places it on other nodes
 // (a request without fds: it answers nothing). A template gone is found at the fork.
-void ask_to_preload(const UniqueFd& node_template, const std::string& library) {
+void ask_to_preload(const UniqueFd& node_template, const PlacedLibrary& library) {
     ForkRequest request;
     request.caller = ::getpid();
-    request.library = library;
+    request.library = library.path;
+    request.library_origin = library.origin;
     try {
         send_fork_request(node_template.get(), request, {});
     } catch (const std::system_error&) {
@@ -268,10 +276,12 @@ StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
     send_link_message(link, LinkType::hello,
                       encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
     // Before the start come the call's libraries, each found here or received.
-    std::string library;
+    PlacedLibrary library;
     LinkMessage start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     while (start.type == LinkType::library) {
-        library = answer_library_offer(link, decode_offer(start.payload), start_patience);
+        const LibraryOffer offer = decode_offer(start.payload);
+        library.path = answer_library_offer(link, offer, start_patience);
+        library.origin = library.path == offer.path ? std::string() : offer.path;
         if (node_template) ask_to_preload(node_template, library);
         start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
     }

@@ -21,6 +21,12 @@
 //         ship    load_source of $MPIFY_TEST_SOURCE (a file this helper writes), whose
 //                 function ranched twice prints "call C rank k: square S from LIBRARY"
 //                 (the library file each rank loaded), after "library: PATH"
+//         rebuilt the edit-and-run-again loop, from one caller process, without a rank of
+//                 its own: a library built at $MPIFY_TEST_LIBRARY (version 1, then
+//                 version 2 put in its place), ranched
+//                 before and twice after the rebuild; then a load_source of
+//                 $MPIFY_TEST_SOURCE, edited and loaded again. Each call prints
+//                 "STEP: V V ..." (the version each rank ran)
 // MPIFY_TEST_TEMPLATE_IDLE sets Placement::template_idle (0: a launcher per rank).
 // Errors go to stdout as "error: ..." (with nested causes), exit status 1.
 #include "ddp_functions.hpp"
@@ -32,6 +38,7 @@
 #include <ATen/ATen.h>
 
 #include <dlfcn.h>
+#include <stdio.h>
 
 #include <algorithm>
 #include <chrono>
@@ -75,13 +82,66 @@ void ship(const mpify::Options& options, int n) {
     }
 }
 
+// A cell's function as a notebook edits it: the source names its version.
+std::string edited_source(int version) {
+    return "#include <mpify/mpify.hpp>\nint edited_version() { return " + std::to_string(version) +
+           "; }\nMPIFY_REGISTER(edited_version);\n";
+}
+
+std::string getenv_or_throw(const char* name) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) throw std::runtime_error(std::string("set ") + name);
+    return value;
+}
+
+// Puts a copy of `built` at `path` as a linker does: a new file renamed over the old one.
+void build_at(const std::string& built, const std::string& path) {
+    const std::string fresh = path + ".new";
+    std::ifstream from(built, std::ios::binary);
+    std::ofstream(fresh, std::ios::binary) << from.rdbuf();
+    if (std::rename(fresh.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + fresh);
+}
+
+using VersionFunction = int (*)();
+
+void print_versions(const std::string& step, const std::vector<int>& versions) {
+    std::cout << step << ":";
+    for (int version : versions) std::cout << " " << version;
+    std::cout << std::endl;
+}
+
+void rebuilt(mpify::Options options, int n) {
+    options.caller_rank = std::nullopt;  // every rank loads the library from its machine
+    const std::string library = getenv_or_throw("MPIFY_TEST_LIBRARY");
+    build_at(MPIFY_TEST_VERSION_1, library);
+    auto* get = reinterpret_cast<VersionFunction (*)()>(::dlsym(::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL),
+                                                                "mpify_test_which_version"));
+    if (get == nullptr) throw std::runtime_error("no mpify_test_which_version in " + library);
+    VersionFunction which_version = get();
+    print_versions("built", mpify::ranch(options, n, which_version));
+    build_at(MPIFY_TEST_VERSION_2, library);
+    print_versions("rebuilt", mpify::ranch(options, n, which_version));
+    print_versions("rebuilt again", mpify::ranch(options, n, which_version));
+
+    const std::string source = getenv_or_throw("MPIFY_TEST_SOURCE");
+    for (int version = 1; version <= 2; ++version) {
+        std::ofstream(source) << edited_source(version);
+        const std::string cell = mpify::load_source(source);
+        auto* edited = reinterpret_cast<VersionFunction>(::dlsym(::dlopen(cell.c_str(), RTLD_NOW | RTLD_NOLOAD),
+                                                                 "_Z14edited_versionv"));
+        if (edited == nullptr) throw std::runtime_error("no edited_version in " + cell);
+        print_versions("cell " + std::to_string(version), mpify::ranch(options, n, edited));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     mpify::init(argc, argv);
     if (argc < 6) {
-        std::cerr << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|skip|shrink:M|ship TEMPLATE PER_HOST "
-                     "TIMEOUT_MS HOST...\n";
+        std::cerr
+            << "usage: mpify_test_remote_caller report|hang|ddp|allreduce|skip|shrink:M|ship|rebuilt TEMPLATE PER_HOST "
+               "TIMEOUT_MS HOST...\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -142,6 +202,8 @@ int main(int argc, char** argv) {
             }
         } else if (mode == "ship") {
             ship(options, n);
+        } else if (mode == "rebuilt") {
+            rebuilt(options, n - 1);
         } else if (mode == "hang") {
             mpify::stop_on_sigint();  // SIGINT interrupts the call, as a notebook's interrupt does
             options.caller_rank = std::nullopt;

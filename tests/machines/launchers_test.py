@@ -371,6 +371,7 @@ def slurm_placement_cases(cluster, remote_caller):
               "toward them from Slurm's NodeAddr", run.stdout + run.stderr)
         no_step_left(cluster, job, "after the calls")
         shipping_case(cluster, job, env, remote_caller)
+        rebuilt_library_case(cluster, job, env, remote_caller)
         unreachable_port_case(cluster, job, env, remote_caller)
         # A remote worker SIGKILLed mid-call, then an interrupt mid-call: each ends the call
         # with a clear error in time, and leaves no step.
@@ -424,6 +425,26 @@ def shipping_case(cluster, job, env, remote_caller):
           out.count("found in the machine's cache") == 3,
           "Placement::slurm: shipped once, to n2's first rank; found in n2's cache after", out)
     no_step_left(cluster, job, "after the shipped calls")
+
+
+def rebuilt_library_case(cluster, job, env, remote_caller):
+    """The edit-and-run-again loop from one caller process: a library rebuilt at its path
+    (which n2 cannot see: it gets copies), and a load_source cell edited and loaded again.
+    After each rebuild, every rank runs the new build, n2's from its node template too."""
+    hidden = os.path.join(cluster.caller_cache, "load_source")
+    run = subprocess.run([remote_caller, "rebuilt", f"slurm:{job}", "2", "60000", "n1", "n2"], capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(env, MPIFY_DEBUG="1", MPIFY_CACHE_DIR=cluster.caller_cache,
+                                  MPIFY_TEST_LIBRARY=os.path.join(hidden, "libversioned.so"),
+                                  MPIFY_TEST_SOURCE=os.path.join(cluster.folder, "edited_cell.cpp")))
+    out = run.stdout + run.stderr
+    expected = ["built: 1 1 1 1", "rebuilt: 2 2 2 2", "rebuilt again: 2 2 2 2", "cell 1: 1 1 1 1", "cell 2: 2 2 2 2"]
+    check(run.returncode == 0 and all(line in run.stdout.splitlines() for line in expected),
+          "Placement::slurm: a library rebuilt at its path and an edited cell run as the new build on every rank, "
+          "shipped or not, from the same caller process", out)
+    check("was rebuilt since the template loaded its copy" in out,
+          "Placement::slurm: n2's node template refuses a copy of the rebuilt library beside the old one", out)
+    no_step_left(cluster, job, "after the rebuilt library's calls")
 
 
 def unreachable_port_case(cluster, job, env, remote_caller):
