@@ -25,6 +25,10 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
 constexpr std::chrono::milliseconds stacks_poll_interval{10};
+// How long a worker may run on after its channel closed without its result or failure.
+// Its own end closes the channel microseconds before the process is seen ending: one
+// that runs on has closed fd 3 itself (its function, or a library it called).
+constexpr std::chrono::seconds closed_channel_grace{2};
 
 }  // namespace
 
@@ -43,6 +47,8 @@ struct Supervisor::Worker {
     bool failed = false;  // a failure for this rank is logged already
     WorkerPhase phase = WorkerPhase::running;
     Clock::time_point kill_due{};  // while terminating: when SIGKILL follows
+    // Its channel closed before a result or a failure came: when it must have ended.
+    std::optional<Clock::time_point> end_due;
 
     bool exited() const { return phase == WorkerPhase::exited; }
 
@@ -210,6 +216,7 @@ void Supervisor::poll_once() {
     if (deadline_ && !failures_.timed_out() && Clock::now() >= *deadline_) on_deadline();
     if (reading_.valid() && reading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
         finish_reading_stacks();
+    for (auto& w : workers_) fail_if_running_without_channel(*w);
     escalate();
 }
 
@@ -246,8 +253,10 @@ std::optional<Clock::time_point> Supervisor::next_wake_time() const {
     // While stacks are read on another thread, this one goes on noticing what the ranks
     // do (a death counts from when it is noticed), and looks now and then for the end.
     if (reading_.valid()) wake_at = sooner(wake_at, Clock::now() + stacks_poll_interval);
-    for (auto& w : workers_)
+    for (auto& w : workers_) {
         if (w->phase == WorkerPhase::terminating) wake_at = sooner(wake_at, w->kill_due);
+        if (w->end_due && !w->exited()) wake_at = sooner(wake_at, *w->end_due);
+    }
     // No eventfd for interrupts (every slot taken): look at the counter now and then.
     if (!failures_.interrupted() && interrupts_.fd() < 0)
         wake_at = sooner(wake_at, Clock::now() + std::chrono::milliseconds(InterruptWatch::poll_interval_ms));
@@ -340,7 +349,25 @@ void Supervisor::read_channel(Worker& w) {
         while (w.channel && w.frames.next(frame)) handle_frame(w, frame);
         return static_cast<bool>(w.channel);
     });
-    if (end == DrainEnd::closed) w.channel.reset();  // the worker closed its end: it is exiting
+    if (end != DrainEnd::closed) return;
+    w.channel.reset();  // the worker closed its end: it is exiting
+    // (A remote rank's channel is its agent's: its function cannot close it.)
+    if (!w.result && !w.failed && w.phase == WorkerPhase::running && w.host.empty())
+        w.end_due = Clock::now() + closed_channel_grace;
+}
+
+void Supervisor::fail_if_running_without_channel(Worker& w) {
+    if (!w.end_due || Clock::now() < *w.end_due || w.exited() || w.failed || w.result) return;
+    w.end_due.reset();
+    RankFailure failure;
+    failure.rank = w.rank;
+    failure.kind = RankFailure::Kind::protocol;
+    failure.message = fmt::format(
+        "closed mpify's channel (fd 3) before returning and was still running {} s later: its function, or a "
+        "library it called, closed a file descriptor it had not opened (a loop closing fds from 3, closefrom, "
+        "close_range); close only the fds it opened",
+        closed_channel_grace.count());
+    fail(w, std::move(failure));
 }
 
 void Supervisor::write_channel(Worker& w) {

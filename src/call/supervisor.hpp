@@ -82,6 +82,9 @@ private:
     /// The output callback threw (inside a catch block): the call fails, every rank stops.
     void output_failed(Worker& w, Stream stream);
     void read_channel(Worker& w);
+    /// A worker still running past the grace after its channel closed without a result
+    /// has closed fd 3 itself: it fails (else only the timeout would find it).
+    void fail_if_running_without_channel(Worker& w);
     void write_channel(Worker& w);
     void handle_frame(Worker& w, Frame& frame);
     void reap(Worker& w);

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -60,6 +61,15 @@ struct RefusesToLoad {
 
 RefusesToLoad refuses_to_load() { return RefusesToLoad{mpify::local_rank()}; }
 MPIFY_REGISTER(refuses_to_load);
+
+// Rank 0 (the caller) returns 7; every other rank closes fd 3 (mpify's channel, as code
+// closing "every fd above stderr" would) and goes on: it waits until it is stopped.
+int close_the_channel_and_go_on() {
+    if (mpify::local_rank() == 0) return 7;
+    ::close(3);
+    for (;;) ::pause();
+}
+MPIFY_REGISTER(close_the_channel_and_go_on);
 
 // The one failure of a call of send_raw_result(raw) on 2 ranks: rank 1's.
 mpify::RankFailure failure_of_rank_1(const std::string& raw, std::string& what) {
@@ -122,6 +132,24 @@ TEST_CASE("a frame announcing more than the limit is a protocol failure of that 
     CHECK(failure.kind == mpify::RankFailure::Kind::protocol);
     CHECK_THAT(what, Catch::Contains("rank 1 broke mpify's protocol") &&
                          Catch::Contains("announces 18446744073709551600 bytes; the limit is"));
+    CHECK(mpify_test::has_no_children());
+}
+
+TEST_CASE("a worker that closes its channel and goes on fails at once, not at the timeout", "[robustness][channel]") {
+    mpify::Options options = mpify_test::quiet();
+    options.timeout = std::chrono::minutes(5);  // what found it before
+    try {
+        mpify::ranch(options, 2, close_the_channel_and_go_on);
+        FAIL("ranch returned although rank 1 closed its channel");
+    } catch (const mpify::TimeoutError&) {
+        FAIL("found only by the timeout");
+    } catch (const mpify::WorkerError& e) {
+        REQUIRE(e.failures().size() == 1);
+        CHECK(e.failures().front().rank == 1);
+        CHECK(e.failures().front().kind == mpify::RankFailure::Kind::protocol);
+        CHECK_THAT(e.what(), Catch::Contains("rank 1 broke mpify's protocol") &&
+                                 Catch::Contains("closed mpify's channel (fd 3) before returning"));
+    }
     CHECK(mpify_test::has_no_children());
 }
 
