@@ -3,7 +3,12 @@
 #include "tensor_functions.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <boost/serialization/split_member.hpp>
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
 
 namespace {
 mpify::Options one_worker() {
@@ -11,6 +16,37 @@ mpify::Options one_worker() {
     options.caller_rank = std::nullopt;  // rank 0 is a worker: everything crosses the channel
     return options;
 }
+
+// A float CPU tensor written as a CUDA tensor is (include/mpify/tensor.hpp's save, with
+// the CUDA flag set), read back as the at::Tensor it stands for: what a caller on a GPU
+// sends, from a machine without one.
+struct SentAsCuda {
+    at::Tensor tensor;
+
+    template <class Archive>
+    void save(Archive& ar, const unsigned int) const {
+        using mpify::detail::tensor_alignment;
+        const bool defined = true, requires_grad = false, cuda = true;
+        const auto dtype = static_cast<std::int8_t>(at::kFloat);
+        const std::vector<std::int64_t> sizes = tensor.sizes().vec();
+        ar << defined << dtype << sizes << requires_grad << cuda;
+        const std::size_t elements_at = mpify::detail::blob_write_offset() + 1;
+        const auto padding =
+            static_cast<std::uint8_t>((tensor_alignment - elements_at % tensor_alignment) % tensor_alignment);
+        ar << padding;
+        if (padding > 0) ar << boost::serialization::make_binary_object(mpify::detail::tensor_padding_bytes, padding);
+        const at::Tensor values = tensor.to(at::kFloat).contiguous();
+        ar << boost::serialization::make_binary_object(values.data_ptr(), values.nbytes());
+    }
+    template <class Archive>
+    void load(Archive& ar, const unsigned int) {
+        ar >> tensor;
+    }
+    BOOST_SERIALIZATION_SPLIT_MEMBER()
+};
+
+double sum_of_sent_as_cuda(SentAsCuda sent) { return sent.tensor.sum().item<double>(); }
+MPIFY_REGISTER(sum_of_sent_as_cuda);
 }  // namespace
 
 TEST_CASE("strings vectors maps pairs optionals tuples and variants arrive intact", "[types]") {
@@ -154,6 +190,22 @@ TEST_CASE("an undefined tensor and requires_grad survive the trip", "[types][ten
     CHECK_FALSE(mpify::ranch(one_worker(), 1, in_library::echo_tensor, at::Tensor()).front().defined());
     const at::Tensor weights = at::ones({2}).requires_grad_(true);
     CHECK(mpify::ranch(one_worker(), 1, in_library::echo_tensor, weights).front().requires_grad());
+}
+
+TEST_CASE("a CUDA tensor arriving where no GPU is seen is refused, naming the rank and what to send",
+          "[types][tensor]") {
+    if (at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0) {
+        WARN("not checked: this machine has a GPU (the gpu tests check where a CUDA tensor arrives)");
+        return;
+    }
+    try {
+        mpify::ranch(one_worker(), 1, sum_of_sent_as_cuda, SentAsCuda{at::arange(4)});
+        FAIL("a CUDA tensor was taken where there is no GPU");
+    } catch (const mpify::WorkerError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("rank 0 threw std::runtime_error") &&
+                                 Catch::Contains("a CUDA tensor arrived in a process that sees no GPU") &&
+                                 Catch::Contains("send tensor.cpu()"));
+    }
 }
 
 TEST_CASE("tensor results come back from every rank", "[types][tensor]") {

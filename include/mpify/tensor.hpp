@@ -3,11 +3,14 @@
 // Tensor, seconds of compile time) wherever a registered function or a ranch call takes or
 // returns tensors.
 //
-// A tensor travels as dtype, shape and its elements in row-major order: any dtype and
-// shape, contiguous or not (a strided view arrives as an equal, contiguous tensor).
-// requires_grad is kept; autograd history is not. A CUDA tensor arrives on the CPU:
-// move it to your device in the receiving function. Sparse and quantized tensors are
-// rejected with an error.
+// A tensor travels as dtype, shape and its elements in row-major order, through the host:
+// any dtype and shape, contiguous or not (a strided view arrives as an equal, contiguous
+// tensor). requires_grad is kept; autograd history is not. A CUDA tensor arrives on CUDA,
+// on the receiving process's GPU: a worker's is DdpOptions::gpus[local rank] when in_ddp
+// was given gpus, else GPU (local rank mod the GPUs it sees), which is its group's device
+// under NCCL; the caller's is its current CUDA device. A process that sees no GPU refuses
+// one with an error (send tensor.cpu() instead). Tensors of other devices arrive on the
+// CPU. Sparse and quantized tensors are rejected with an error.
 //
 // A worker's tensor arguments that came through shared memory (the call's arguments over
 // Options::shared_memory_threshold) are not copied: the tensor uses its elements where
@@ -42,7 +45,8 @@ struct TensorToSave {
     std::int8_t dtype = 0;
     std::vector<std::int64_t> sizes;
     bool requires_grad = false;
-    at::Tensor dense;  ///< keeps the bytes alive while they are written
+    bool cuda = false;  ///< it was a CUDA tensor: it arrives on CUDA
+    at::Tensor dense;   ///< keeps the bytes alive while they are written
     const void* data = nullptr;
     std::size_t nbytes = 0;
 };
@@ -57,6 +61,11 @@ MPIFY_API at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vect
 /// Otherwise false, and nothing is read.
 MPIFY_API bool tensor_in_place(std::int8_t dtype, const std::vector<std::int64_t>& sizes, at::Tensor& tensor);
 
+/// `received` (a CPU tensor just read) where a tensor sent from `cuda` memory or not
+/// arrives in this process (the rule at the top of this header); throws
+/// std::runtime_error for a CUDA tensor in a process that sees no GPU.
+MPIFY_API at::Tensor placed_as_received(at::Tensor received, bool cuda);
+
 /// Elements start at a multiple of this in a blob, so that they can be used in place.
 constexpr std::size_t tensor_alignment = 64;
 /// Zero bytes that move a tensor's elements to the next multiple of tensor_alignment.
@@ -68,16 +77,16 @@ MPIFY_END_NAMESPACE
 namespace boost {
 namespace serialization {
 
-/// Writes defined-ness, dtype, shape, requires_grad, the count of padding bytes and
-/// those bytes (0 to 63: the elements start at a multiple of 64 in the blob), then the
-/// elements in row-major order.
+/// Writes defined-ness, dtype, shape, requires_grad, whether it is a CUDA tensor, the count
+/// of padding bytes and those bytes (0 to 63: the elements start at a multiple of 64 in the
+/// blob), then the elements in row-major order.
 template <class Archive>
 void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/) {
     using mpify::detail::tensor_alignment;
     const mpify::detail::TensorToSave saved = mpify::detail::prepare_tensor_for_saving(tensor);
     ar << saved.defined;
     if (!saved.defined) return;
-    ar << saved.dtype << saved.sizes << saved.requires_grad;
+    ar << saved.dtype << saved.sizes << saved.requires_grad << saved.cuda;
     const std::size_t elements_at = mpify::detail::blob_write_offset() + 1;  // after the count
     const auto padding =
         static_cast<std::uint8_t>((tensor_alignment - elements_at % tensor_alignment) % tensor_alignment);
@@ -86,7 +95,8 @@ void save(Archive& ar, const at::Tensor& tensor, const unsigned int /*version*/)
     ar << make_binary_object(saved.data, saved.nbytes);
 }
 
-/// Reads what save wrote into a fresh CPU tensor.
+/// Reads what save wrote into a fresh tensor: on the CPU, or on this process's GPU for a
+/// CUDA tensor.
 template <class Archive>
 void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
     bool defined = false;
@@ -97,8 +107,8 @@ void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
     }
     std::int8_t dtype = 0;
     std::vector<std::int64_t> sizes;
-    bool requires_grad = false;
-    ar >> dtype >> sizes >> requires_grad;
+    bool requires_grad = false, cuda = false;
+    ar >> dtype >> sizes >> requires_grad >> cuda;
     std::uint8_t padding = 0;
     ar >> padding;
     if (padding >= mpify::detail::tensor_alignment)
@@ -117,6 +127,7 @@ void load(Archive& ar, at::Tensor& tensor, const unsigned int /*version*/) {
         binary_object bytes(data, nbytes);
         ar >> bytes;
     }
+    if (cuda) fresh = mpify::detail::placed_as_received(std::move(fresh), cuda);
     if (requires_grad) fresh.requires_grad_(true);
     tensor = std::move(fresh);
 }

@@ -91,6 +91,8 @@ void check(const DdpSettings& s) {
 
 }  // namespace
 
+std::vector<int> gpus_from_environment() { return parse_gpus(env(gpus_var)); }
+
 GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
     if (n < 1) throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", who, n));
     GroupPlace place;

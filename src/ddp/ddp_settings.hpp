@@ -49,6 +49,9 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who);
 
 /// Settings from the environment; throws UsageError naming the missing variables.
 DdpSettings settings_from_environment();
+/// DdpOptions::gpus as in_ddp gave them to this process (MPIFY_DDP_GPUS); empty when it
+/// gave none. Throws UsageError when the variable is malformed.
+std::vector<int> gpus_from_environment();
 /// Settings from explicit options and this process's LOCAL_RANK / LOCAL_WORLD_SIZE.
 DdpSettings settings_from_options(const DdpOptions& options);
 /// The environment in_ddp gives every rank so that settings_from_environment finds them:

@@ -1,7 +1,9 @@
 #include "ddp/rank_device.hpp"
 
 #include <mpify/error.hpp>
+#include <mpify/process.hpp>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -68,6 +70,19 @@ DeviceChoice device_for_rank(const DdpSettings& s, int visible, bool nccl) {
     }
     choice.gpu = gpu;
     return choice;
+}
+
+int worker_gpu_for_received_tensors(int visible, const std::vector<int>& gpus, int local_rank) {
+    const auto k = static_cast<std::size_t>(local_rank);
+    if (k < gpus.size() && gpus[k] < visible) return gpus[k];
+    return local_rank % visible;
+}
+
+int gpu_for_received_tensors(int visible) {
+    if (mpify::is_worker())
+        return worker_gpu_for_received_tensors(visible, gpus_from_environment(), mpify::local_rank());
+    // The caller: where its own CUDA work goes.
+    return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice().index();
 }
 
 int visible_gpus() { return static_cast<int>(torch::cuda::device_count()); }

@@ -33,6 +33,15 @@ DeviceChoice device_for_rank(const DdpSettings& s, int visible, bool nccl);
 /// otherwise, naming `who` (the API).
 void check_gpus(const std::vector<int>& gpus, int local_ranks, const char* who);
 
+/// The GPU a CUDA tensor arriving in a worker of local rank `local_rank` goes to, among
+/// `visible` (> 0): gpus[local_rank] when in_ddp was given `gpus`, else local_rank mod
+/// `visible` (its group's device under NCCL).
+int worker_gpu_for_received_tensors(int visible, const std::vector<int>& gpus, int local_rank);
+
+/// The GPU a CUDA tensor arriving in this process goes to, among `visible` (> 0): a
+/// worker's as above (from its environment), the caller's current CUDA device.
+int gpu_for_received_tensors(int visible);
+
 /// How many GPUs CUDA shows this process (0 for a LibTorch without CUDA). Initializes
 /// CUDA in the calling process: ranks only, never a template.
 int visible_gpus();

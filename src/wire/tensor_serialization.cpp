@@ -1,5 +1,6 @@
 // The compiled half of tensor serialization (include/mpify/tensor.hpp): the ATen calls
 // stay here, so the header needs only at::Tensor itself.
+#include "ddp/rank_device.hpp"
 #include "wire/in_place_bytes.hpp"
 
 #include <mpify/error.hpp>
@@ -8,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <utility>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
@@ -23,6 +25,7 @@ TensorToSave prepare_tensor_for_saving(const at::Tensor& tensor) {
     saved.dtype = static_cast<std::int8_t>(tensor.scalar_type());
     saved.sizes = tensor.sizes().vec();
     saved.requires_grad = tensor.requires_grad();
+    saved.cuda = tensor.is_cuda();
     // detach: the bytes are what travels, not the autograd graph. to(kCPU) is a no-op
     // for CPU tensors. LibTorch's lazy flags say what the bytes stand for without being
     // in them: a conjugate or negative view (conj(), the imaginary part of a conjugate)
@@ -44,6 +47,20 @@ at::Tensor empty_tensor_for_loading(std::int8_t dtype, const std::vector<std::in
     data = tensor.data_ptr();
     nbytes = tensor.nbytes();
     return tensor;
+}
+
+at::Tensor placed_as_received(at::Tensor received, bool cuda) {
+    if (!cuda) return received;
+    const int visible = visible_gpus();
+    if (visible == 0) {
+        const char* shown = std::getenv("CUDA_VISIBLE_DEVICES");
+        throw std::runtime_error(fmt::format(
+            "mpify: a CUDA tensor arrived in a process that sees no GPU ({}{}): send tensor.cpu() and move it to a "
+            "device in the function, or run this rank on a machine with a GPU",
+            at::hasCUDA() ? "CUDA finds none" : "its LibTorch has no CUDA",
+            shown != nullptr ? fmt::format(", CUDA_VISIBLE_DEVICES='{}'", shown) : std::string()));
+    }
+    return received.to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu_for_received_tensors(visible))));
 }
 
 bool tensor_in_place(std::int8_t dtype, const std::vector<std::int64_t>& sizes, at::Tensor& tensor) {

@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -124,9 +125,11 @@ double sync_batch_norm_difference() {
 }
 MPIFY_REGISTER(sync_batch_norm_difference);
 
-// A CUDA tensor's sum, where it arrives.
-double sum_of(at::Tensor t) { return t.sum().item<double>(); }
-MPIFY_REGISTER(sum_of);
+// Where a CUDA tensor argument arrived ("cuda:0"), with its sum; and twice it, on that device.
+std::pair<std::string, double> where_and_sum(at::Tensor t) { return {t.device().str(), t.sum().item<double>()}; }
+MPIFY_REGISTER(where_and_sum);
+at::Tensor doubled(at::Tensor t) { return t * 2; }
+MPIFY_REGISTER(doubled);
 
 TEST_CASE("NCCL with one rank binds GPU 0 and all-reduces CUDA and CPU tensors", "[gpu]") {
     mpify::DdpOptions options;
@@ -166,11 +169,22 @@ TEST_CASE("SyncBatchNorm on CUDA equals BatchNorm on the whole batch", "[gpu]") 
     CHECK(mpify::in_ddp(options, 2, sync_batch_norm_difference) < 1e-5);
 }
 
-TEST_CASE("a CUDA tensor argument arrives with its values", "[gpu]") {
+TEST_CASE("a CUDA tensor argument arrives on the rank's GPU, and a CUDA result on the caller's", "[gpu]") {
     const at::Tensor t = at::arange(10, at::TensorOptions().device(at::kCUDA).dtype(at::kFloat));
-    const auto sums = mpify::ranch(2, sum_of, t);
-    CHECK(sums[0] == 45.0);
-    CHECK(sums[1] == 45.0);
+    mpify::Options options;
+    options.caller_rank = std::nullopt;  // both ranks are workers: the tensor crosses the channel
+    const auto arrived = mpify::ranch(options, 2, where_and_sum, t);
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    for (int rank = 0; rank < 2; ++rank) {
+        CHECK(arrived[rank].first == "cuda:" + std::to_string(rank % gpus));  // local rank mod the GPUs
+        CHECK(arrived[rank].second == 45.0);
+    }
+    const auto results = mpify::ranch(options, 2, doubled, t);
+    for (const at::Tensor& result : results) {
+        CHECK(result.is_cuda());
+        CHECK(result.device().index() == 0);  // the caller's current device
+        CHECK(result.sum().item<double>() == 90.0);
+    }
 }
 
 TEST_CASE("float16 training with the GradScaler follows float32 and skips a poisoned step", "[gpu]") {

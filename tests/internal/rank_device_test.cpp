@@ -76,3 +76,14 @@ TEST_CASE("gpus with a negative number or fewer entries than ranks is refused wh
     CHECK_THROWS_WITH(check_gpus({0}, 2, "mpify::DdpGuard"),
                       Contains("mpify::DdpGuard: gpus names 1 GPU for the 2 ranks of this call on this machine"));
 }
+
+TEST_CASE("a CUDA tensor arriving in a worker goes to its in_ddp GPU, else to local rank mod the GPUs seen",
+          "[rank_device]") {
+    using mpify::detail::worker_gpu_for_received_tensors;
+    CHECK(worker_gpu_for_received_tensors(2, {}, 0) == 0);
+    CHECK(worker_gpu_for_received_tensors(2, {}, 1) == 1);
+    CHECK(worker_gpu_for_received_tensors(2, {}, 3) == 1);  // more ranks than GPUs: they share
+    CHECK(worker_gpu_for_received_tensors(4, {3, 2}, 0) == 3);
+    CHECK(worker_gpu_for_received_tensors(4, {3, 2}, 1) == 2);
+    CHECK(worker_gpu_for_received_tensors(2, {3, 2}, 0) == 0);  // a GPU it does not see: the rule without gpus
+}
