@@ -59,34 +59,44 @@ std::uint64_t eventfd_count(int fd) {
 
 }  // namespace
 
+// Each case that makes a device waits, at its end, for the device's loop thread to leave
+// the process: the next case counts threads from there.
 TEST_CASE("a Gloo device's loop watches the waker's eventfd until the waker ends", "[gloo_loop_waker]") {
-    const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-    int descriptor = -1;
+    const int threads_at_start = thread_count();
     {
-        const GlooLoopWaker waker(device);
-        descriptor = waker.wake_descriptor();
-        REQUIRE(descriptor >= 0);
-        CHECK(epoll_sets_watching(descriptor) == 1);
+        const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+        int descriptor = -1;
+        {
+            const GlooLoopWaker waker(device);
+            descriptor = waker.wake_descriptor();
+            REQUIRE(descriptor >= 0);
+            CHECK(epoll_sets_watching(descriptor) == 1);
+        }
+        CHECK(epoll_sets_watching(descriptor) == 0);
     }
-    CHECK(epoll_sets_watching(descriptor) == 0);
+    CHECK(mpify_test::count_settled_at_most(thread_count, threads_at_start) == threads_at_start);
 }
 
 TEST_CASE("a nudging scope wakes the loop again and again, on a thread that ends with it", "[gloo_loop_waker]") {
-    const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-    const GlooLoopWaker waker(device);
-    const int descriptor = waker.wake_descriptor();
-    REQUIRE(eventfd_count(descriptor) == 0);
-    const int threads_before = thread_count();
+    const int threads_at_start = thread_count();
     {
-        const GlooLoopWaker::Nudging nudging = waker.nudge();
-        // Several nudges: the thread keeps nudging, it does not stop after one. The
-        // deadline only bounds a failure.
-        const auto deadline = mpify::detail::Clock::now() + std::chrono::seconds(10);
-        while (eventfd_count(descriptor) < 3 && mpify::detail::Clock::now() < deadline) std::this_thread::yield();
-        CHECK(eventfd_count(descriptor) >= 3);
-        CHECK(thread_count() == threads_before + 1);
+        const auto device = c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+        const GlooLoopWaker waker(device);
+        const int descriptor = waker.wake_descriptor();
+        REQUIRE(eventfd_count(descriptor) == 0);
+        const int threads_before = thread_count();
+        {
+            const GlooLoopWaker::Nudging nudging = waker.nudge();
+            // Several nudges: the thread keeps nudging, it does not stop after one. The
+            // deadline only bounds a failure.
+            const auto deadline = mpify::detail::Clock::now() + std::chrono::seconds(10);
+            while (eventfd_count(descriptor) < 3 && mpify::detail::Clock::now() < deadline) std::this_thread::yield();
+            CHECK(eventfd_count(descriptor) >= 3);
+            CHECK(thread_count() == threads_before + 1);
+        }
+        CHECK(mpify_test::count_settled_at_most(thread_count, threads_before) == threads_before);  // joined
     }
-    CHECK(mpify_test::count_settled_at_most(thread_count, threads_before) == threads_before);  // joined
+    CHECK(mpify_test::count_settled_at_most(thread_count, threads_at_start) == threads_at_start);
 }
 
 TEST_CASE("a waker without a TCP device nudges nothing", "[gloo_loop_waker]") {
