@@ -8,6 +8,7 @@
 #include <boost/archive/binary_oarchive.hpp>
 #include <c10/util/Type.h>
 
+#include <climits>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -97,12 +98,37 @@ std::string archive_bytes(torch::serialize::OutputArchive& archive) {
 
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer) { return c10::demangle(typeid(optimizer).name()); }
 
-// Reads a value the header or position must have.
+// Reads a value the header or position must have, of the kind it must be: LibTorch's own
+// conversions would throw a c10::Error that names neither the file nor the value.
 c10::IValue required(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
     c10::IValue value;
     if (!archive.try_read(key, value))
         throw bad_file(path, "it has no '" + key + "': it is damaged, or not a checkpoint");
     return value;
+}
+std::runtime_error wrong_kind(const std::string& path, const std::string& key, const char* kind) {
+    return bad_file(path, "its '" + key + "' is not " + kind + ": it is damaged");
+}
+std::int64_t required_int(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
+    const c10::IValue value = required(archive, path, key);
+    if (!value.isInt()) throw wrong_kind(path, key, "an integer");
+    return value.toInt();
+}
+double required_double(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
+    const c10::IValue value = required(archive, path, key);
+    if (!value.isDouble()) throw wrong_kind(path, key, "a number");
+    return value.toDouble();
+}
+std::string required_string(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
+    const c10::IValue value = required(archive, path, key);
+    if (!value.isString()) throw wrong_kind(path, key, "a string");
+    return value.toStringRef();
+}
+at::Tensor required_tensor(torch::serialize::InputArchive& archive, const std::string& path, const std::string& key) {
+    at::Tensor tensor;
+    if (!archive.try_read(key, tensor, /*is_buffer=*/true))
+        throw bad_file(path, "it has no '" + key + "': it is damaged, or not a checkpoint");
+    return tensor;
 }
 
 // An archive whose frame, header and model were checked, its model's values read, nothing
@@ -132,11 +158,11 @@ CheckedFile open_checked(const std::string& path, const std::string& bytes, torc
     c10::IValue format;
     if (!archive.try_read("format", format) || !format.isString() || format.toStringRef() != format_name)
         throw bad_file(path, "it is a LibTorch archive, but not one mpify's Learner wrote");
-    const std::int64_t version = required(archive, path, "version").toInt();
+    const std::int64_t version = required_int(archive, path, "version");
     if (version > checkpoint_format)
         throw bad_file(path, "it was written in format " + std::to_string(version) + ", newer than this build reads (" +
                                  std::to_string(checkpoint_format) + "): load it with the version that wrote it");
-    const std::vector<std::string> saved = split_lines(required(archive, path, "layout").toStringRef());
+    const std::vector<std::string> saved = split_lines(required_string(archive, path, "layout"));
     file.model = layout_of(model);
     const std::string difference = first_difference(saved, file.model.lines);
     if (!difference.empty()) throw bad_file(path, "it holds another model: " + difference);
@@ -144,6 +170,9 @@ CheckedFile open_checked(const std::string& path, const std::string& bytes, torc
         at::Tensor value;
         if (!archive.try_read("tensor" + std::to_string(i), value, /*is_buffer=*/true))
             throw bad_file(path, "the values of " + file.model.lines[i] + " are missing: it is damaged");
+        if (!value.sizes().equals(file.model.tensors[i].sizes()))
+            throw bad_file(path, "the values of " + file.model.lines[i] + " have the shape " + shape_of(value) +
+                                     ": it is damaged");
         file.values.push_back(value);
     }
     return file;
@@ -215,11 +244,12 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     // generator change only when the whole file is good.
     CheckedFile file = open_checked(path, bytes, model);
     torch::serialize::InputArchive& archive = file.archive;
-    if (required(archive, path, "kind").toStringRef() != "checkpoint")
+    if (required_string(archive, path, "kind") != "checkpoint")
         throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
     LoadedCheckpoint loaded;
     c10::IValue kind;
     loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
+    if (loaded.has_optimizer && !kind.isString()) throw wrong_kind(path, "optimizer_kind", "a string");
     torch::serialize::InputArchive optimizer_state;
     if (optimizer != nullptr && loaded.has_optimizer) {
         if (kind.toStringRef() != optimizer_kind(*optimizer))
@@ -227,31 +257,53 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
                                      " optimizer, and this Learner "
                                      "trains with " +
                                      optimizer_kind(*optimizer));
-        archive.read("optimizer", optimizer_state);
+        if (!archive.try_read("optimizer", optimizer_state))
+            throw bad_file(path, "its optimizer state is missing: it is damaged");
     }
     FitPosition& p = loaded.position;
-    p.schedule = required(archive, path, "schedule").toStringRef();
-    p.epochs = static_cast<int>(required(archive, path, "epochs").toInt());
-    p.lr = required(archive, path, "lr").toDouble();
-    p.epoch = static_cast<int>(required(archive, path, "epoch").toInt());
-    p.batch = required(archive, path, "batch").toInt();
-    p.batches_per_epoch = required(archive, path, "batches_per_epoch").toInt();
-    p.world_size = static_cast<int>(required(archive, path, "world_size").toInt());
-    p.seed = static_cast<std::uint64_t>(required(archive, path, "seed").toInt());
-    p.partial_loss_sum = required(archive, path, "partial_loss_sum").toDouble();
+    p.schedule = required_string(archive, path, "schedule");
+    const std::int64_t epochs = required_int(archive, path, "epochs");
+    p.lr = required_double(archive, path, "lr");
+    const std::int64_t epoch = required_int(archive, path, "epoch");
+    p.batch = required_int(archive, path, "batch");
+    p.batches_per_epoch = required_int(archive, path, "batches_per_epoch");
+    const std::int64_t world_size = required_int(archive, path, "world_size");
+    p.seed = static_cast<std::uint64_t>(required_int(archive, path, "seed"));
+    p.partial_loss_sum = required_double(archive, path, "partial_loss_sum");
+    const auto out_of_range = [&] {
+        return bad_file(path, "its position is out of range (epoch " + std::to_string(epoch) + " of " +
+                                  std::to_string(epochs) + ", batch " + std::to_string(p.batch) + ", world size " +
+                                  std::to_string(world_size) + ")");
+    };
+    if (epochs < 0 || epochs > INT_MAX || epoch < 0 || epoch > INT_MAX || p.batch < 0 || world_size < 1 ||
+        world_size > INT_MAX)
+        throw out_of_range();
+    p.epochs = static_cast<int>(epochs);
+    p.epoch = static_cast<int>(epoch);
+    p.world_size = static_cast<int>(world_size);
     // Formats 1 and 2 counted batches at one world size only: as many samples.
     c10::IValue samples_done, partial_batches;
     const bool in_samples = archive.try_read("samples_done", samples_done) && samples_done.isInt() &&
                             archive.try_read("partial_batches", partial_batches) && partial_batches.isInt();
-    p.samples_done = in_samples ? samples_done.toInt() : p.batch * batch_size * p.world_size;
-    p.partial_batches = in_samples ? partial_batches.toInt() : p.batch * p.world_size;
-    if (p.samples_done < 0 || p.partial_batches < 0 || p.batch < 0 || p.world_size < 1)
-        throw bad_file(path, "its position is out of range (batch " + std::to_string(p.batch) + ", samples done " +
-                                 std::to_string(p.samples_done) + ", world size " + std::to_string(p.world_size) + ")");
-    at::Tensor rng;
-    archive.read("rng", rng, /*is_buffer=*/true);
-    at::Tensor history;
-    archive.read("history", history, /*is_buffer=*/true);
+    if (in_samples) {
+        p.samples_done = samples_done.toInt();
+        p.partial_batches = partial_batches.toInt();
+    } else if (__builtin_mul_overflow(p.batch, world_size, &p.partial_batches) ||
+               __builtin_mul_overflow(p.partial_batches, batch_size, &p.samples_done)) {
+        throw out_of_range();
+    }
+    if (p.samples_done < 0 || p.partial_batches < 0) throw out_of_range();
+    // The random generator's state is checked on a generator of its own: LibTorch checks it
+    // only as it takes it, which is the last step here.
+    const at::Tensor rng = required_tensor(archive, path, "rng");
+    try {
+        at::Generator scratch = at::detail::createCPUGenerator();
+        scratch.set_state(rng);
+    } catch (const c10::Error& e) {
+        const std::string reason = e.what_without_backtrace();
+        throw bad_file(path, "its random generator state is damaged (" + reason.substr(0, reason.find('\n')) + ")");
+    }
+    const at::Tensor history = required_tensor(archive, path, "history");
     try {
         std::istringstream in(tensor_as_bytes(history));
         boost::archive::binary_iarchive read(in);

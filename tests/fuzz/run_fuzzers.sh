@@ -12,7 +12,8 @@ seconds=$2
 shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(store_message_fuzzer hostlist_fuzzer channel_fuzzer template_protocol_fuzzer \
-                                  launcher_environment_fuzzer result_fuzzer remote_link_fuzzer stack_dump_fuzzer)
+                                  launcher_environment_fuzzer result_fuzzer remote_link_fuzzer stack_dump_fuzzer \
+                                  checkpoint_fuzzer)
 
 if ! command -v clang++-19 >/dev/null || ! ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-x86_64.a \
     >/dev/null 2>&1; then
