@@ -238,29 +238,18 @@ std::string export_bytes(const torch::nn::Module& model) {
     return framed(archive_bytes(archive));
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
-                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size) {
-    // Everything is read and checked first; the model, the optimizer and the random
-    // generator change only when the whole file is good.
-    CheckedFile file = open_checked(path, bytes, model);
-    torch::serialize::InputArchive& archive = file.archive;
-    if (required_string(archive, path, "kind") != "checkpoint")
-        throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
-    LoadedCheckpoint loaded;
-    c10::IValue kind;
-    loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
-    if (loaded.has_optimizer && !kind.isString()) throw wrong_kind(path, "optimizer_kind", "a string");
-    torch::serialize::InputArchive optimizer_state;
-    if (optimizer != nullptr && loaded.has_optimizer) {
-        if (kind.toStringRef() != optimizer_kind(*optimizer))
-            throw bad_file(path, "it holds the state of a " + kind.toStringRef() +
-                                     " optimizer, and this Learner "
-                                     "trains with " +
-                                     optimizer_kind(*optimizer));
-        if (!archive.try_read("optimizer", optimizer_state))
-            throw bad_file(path, "its optimizer state is missing: it is damaged");
-    }
-    FitPosition& p = loaded.position;
+namespace {
+
+// The first line of LibTorch's message, without its backtrace: for a reason in parentheses.
+std::string first_line(const c10::Error& error) {
+    const std::string reason = error.what_without_backtrace();
+    return reason.substr(0, reason.find('\n'));
+}
+
+// Where the fit stood, every value in range (format 1 and 2 files counted in batches of
+// `batch_size` at one world size).
+FitPosition read_position(torch::serialize::InputArchive& archive, const std::string& path, std::int64_t batch_size) {
+    FitPosition p;
     p.schedule = required_string(archive, path, "schedule");
     const std::int64_t epochs = required_int(archive, path, "epochs");
     p.lr = required_double(archive, path, "lr");
@@ -293,32 +282,68 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
         throw out_of_range();
     }
     if (p.samples_done < 0 || p.partial_batches < 0) throw out_of_range();
-    // The random generator's state is checked on a generator of its own: LibTorch checks it
-    // only as it takes it, which is the last step here.
+    return p;
+}
+
+// The random generator's state, tried on a generator of its own: LibTorch checks a state
+// only as it takes it, which is the last step of a load.
+at::Tensor read_generator_state(torch::serialize::InputArchive& archive, const std::string& path) {
     const at::Tensor rng = required_tensor(archive, path, "rng");
     try {
         at::Generator scratch = at::detail::createCPUGenerator();
         scratch.set_state(rng);
     } catch (const c10::Error& e) {
-        const std::string reason = e.what_without_backtrace();
-        throw bad_file(path, "its random generator state is damaged (" + reason.substr(0, reason.find('\n')) + ")");
+        throw bad_file(path, "its random generator state is damaged (" + first_line(e) + ")");
     }
-    const at::Tensor history = required_tensor(archive, path, "history");
+    return rng;
+}
+
+History read_history(torch::serialize::InputArchive& archive, const std::string& path) {
+    const at::Tensor bytes = required_tensor(archive, path, "history");
+    History history;
     try {
-        std::istringstream in(tensor_as_bytes(history));
+        std::istringstream in(tensor_as_bytes(bytes));
         boost::archive::binary_iarchive read(in);
-        read >> loaded.history;
+        read >> history;
     } catch (const std::exception& e) {
         throw bad_file(path, std::string("its History cannot be read (") + e.what() + "): it is damaged");
     }
+    return history;
+}
+
+}  // namespace
+
+LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
+                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size) {
+    // Everything is read and checked first; the model, the optimizer and the random
+    // generator change only when the whole file is good.
+    CheckedFile file = open_checked(path, bytes, model);
+    torch::serialize::InputArchive& archive = file.archive;
+    if (required_string(archive, path, "kind") != "checkpoint")
+        throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
+    LoadedCheckpoint loaded;
+    c10::IValue kind;
+    loaded.has_optimizer = archive.try_read("optimizer_kind", kind);
+    if (loaded.has_optimizer && !kind.isString()) throw wrong_kind(path, "optimizer_kind", "a string");
+    torch::serialize::InputArchive optimizer_state;
+    if (optimizer != nullptr && loaded.has_optimizer) {
+        if (kind.toStringRef() != optimizer_kind(*optimizer))
+            throw bad_file(path, "it holds the state of a " + kind.toStringRef() +
+                                     " optimizer, and this Learner "
+                                     "trains with " +
+                                     optimizer_kind(*optimizer));
+        if (!archive.try_read("optimizer", optimizer_state))
+            throw bad_file(path, "its optimizer state is missing: it is damaged");
+    }
+    loaded.position = read_position(archive, path, batch_size);
+    const at::Tensor rng = read_generator_state(archive, path);
+    loaded.history = read_history(archive, path);
 
     if (optimizer != nullptr && loaded.has_optimizer) {
         try {
             optimizer->load(optimizer_state);
         } catch (const c10::Error& e) {
-            const std::string reason = e.what_without_backtrace();
-            throw bad_file(path, "its optimizer state does not fit this optimizer (" +
-                                     reason.substr(0, reason.find('\n')) + ")");
+            throw bad_file(path, "its optimizer state does not fit this optimizer (" + first_line(e) + ")");
         }
     }
     load_values(file);
