@@ -30,7 +30,8 @@ tests=(
   chromium chromium-driver python3-selenium   # the notebook test in a real browser
   # Several machines: namespaces as hosts, and the launchers run for real in the tests
   iproute2 slurm-wlm munge openmpi-bin openssh-client openssh-server
-  clang-19 libclang-rt-19-dev          # libFuzzer, for the decoders' fuzz targets
+  clang-19 libclang-rt-19-dev          # the sanitizer builds, and libFuzzer for the decoders' fuzz targets
+  ccache                               # one compiler cache for the builds of a clone (./run)
   clang-format-19                      # the style check (scripts/check-format.sh)
   doxygen                              # the API reference (scripts/reference.py)
 )

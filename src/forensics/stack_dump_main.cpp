@@ -144,6 +144,25 @@ struct Unwinding {
     bool cut = false;  ///< stopped by the deadline, not by the stack's end
 };
 
+// dwfl_module_getsrc finds an address's compile unit through .debug_aranges, which Clang
+// does not emit unless told (-gdwarf-aranges) and elfutils 0.188 does not make up: then
+// each compile unit's own ranges are asked.
+void source_line_without_aranges(Dwfl_Module* module, Dwarf_Addr address, mpify::StackFrame& frame) {
+    Dwarf_Addr bias = 0;
+    for (Dwarf_Die* unit = dwfl_module_nextcu(module, nullptr, &bias); unit != nullptr;
+         unit = dwfl_module_nextcu(module, unit, &bias)) {
+        if (dwarf_haspc(unit, address - bias) != 1) continue;
+        Dwarf_Line* line = dwarf_getsrc_die(unit, address - bias);
+        int number = 0;
+        const char* file = line != nullptr ? dwarf_linesrc(line, nullptr, nullptr) : nullptr;
+        if (file != nullptr && dwarf_lineno(line, &number) == 0) {
+            frame.file = file;
+            frame.line = number;
+        }
+        return;
+    }
+}
+
 int on_frame(Dwfl_Frame* state, void* arg) {
     auto& unwinding = *static_cast<Unwinding*>(arg);
     Dwarf_Addr pc = 0;
@@ -170,6 +189,8 @@ int on_frame(Dwfl_Frame* state, void* arg) {
                 frame.file = file;
                 frame.line = number;
             }
+        } else {
+            source_line_without_aranges(module, looked_up, frame);
         }
     }
     unwinding.frames.push_back(std::move(frame));

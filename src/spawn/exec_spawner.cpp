@@ -43,7 +43,16 @@ struct ExecChildArguments {
     int error_pipe;
 };
 
+// GCC says it builds with a sanitizer by a macro, Clang through __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MPIFY_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MPIFY_UNDER_SANITIZER 1
+#endif
+#endif
+
+#ifdef MPIFY_UNDER_SANITIZER
 // The sanitizers keep state per thread that a child sharing the caller's memory would
 // corrupt: under them, a plain fork.
 pid_t start_exec_child(ExecChildArguments& arguments) {
