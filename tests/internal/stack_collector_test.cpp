@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
 
 using namespace mpify::detail;
 using Catch::Matchers::Contains;
@@ -23,18 +27,49 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Returns once `child` has said it is about to wait (a byte on `ready`) and sleeps: then its
+// innermost frame is pause(), not fork's return path, however loaded the machine.
+void wait_until_paused(pid_t child, int ready) {
+    char byte = 0;
+    REQUIRE(::read(ready, &byte, 1) == 1);
+    ::close(ready);
+    const std::string stat_file = "/proc/" + std::to_string(child) + "/stat";
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+        std::ifstream in(stat_file);
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto name_end = stat.rfind(')');
+        if (name_end != std::string::npos && name_end + 2 < stat.size() && stat[name_end + 2] == 'S') return;
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::yield();
+    }
+}
+
+// A child that waits until it is killed, in pause(); `before_waiting` runs first in it.
+template <class F>
+pid_t start_paused_child(F before_waiting) {
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(ready[0]);
+        before_waiting();
+        (void)!::write(ready[1], "r", 1);
+        for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    wait_until_paused(child, ready[0]);
+    return child;
+}
+
 // A child that waits until it is killed.
 pid_t start_waiting_child() {
-    const pid_t child = ::fork();
-    if (child == 0)
-        for (;;) ::pause();
-    return child;
+    return start_paused_child([] {});
 }
 
 // A child that waits until it is killed, in an all-reduce of its group's record.
 pid_t start_child_waiting_in_a_collective() {
-    const pid_t child = ::fork();
-    if (child == 0) {
+    return start_paused_child([] {
         open_collective_record(0, 2);
         CallToRecord call;
         call.operation = "allreduce";
@@ -44,9 +79,7 @@ pid_t start_child_waiting_in_a_collective() {
         call.detail = "SUM";
         call.site = "stack_collector_test";
         record_call_started(call);
-        for (;;) ::pause();
-    }
-    return child;
+    });
 }
 
 }  // namespace
