@@ -5,7 +5,8 @@
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
 //   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
-//   ./build/bin/mpify_ddp_bench --limit             (the all-reduce against one core's memcpy)
+//   ./build/bin/mpify_ddp_bench --limit             (the all-reduce of 2 ranks, 4 KiB to 64 MiB,
+//                                                    against Gloo and one core's memcpy)
 //   ./build/bin/mpify_ddp_bench --norms STEPS       (SyncBatchNorm2d against BatchNorm2d, 2 ranks)
 //   ./build/bin/mpify_ddp_bench --precision STEPS   (compression hooks, bfloat16 autocast)
 #include "timing.hpp"
@@ -53,36 +54,49 @@ double allreduce_throughput(std::int64_t bytes, int repeats) {
 }
 MPIFY_REGISTER(allreduce_throughput);
 
-// One core's memcpy of `bytes`, both buffers touched first: GB/s copied, best of 5. The
-// limit an all-reduce is held against: a reduction reads two buffers and writes one, a
-// copy reads one and writes one, so the most an all-reduce of `bytes` can do on one
-// core's memory bandwidth is this divided by 1.5.
+// One core's memcpy of `bytes`, both buffers touched first: GB/s copied, best of 5 runs of
+// enough copies to take a measurable time. The limit an all-reduce is held against: a
+// reduction reads two buffers and writes one, a copy reads one and writes one, so the most
+// an all-reduce of `bytes` can do on one core's memory bandwidth is this divided by 1.5.
 double memcpy_throughput(std::int64_t bytes) {
     std::vector<char> from(static_cast<std::size_t>(bytes), 1), to(static_cast<std::size_t>(bytes), 2);
+    const std::int64_t copies = std::max<std::int64_t>(1, (64 << 20) / bytes);
     double best = 0;
     for (int run = 0; run < 5; ++run) {
         const auto start = Clock::now();
-        std::memcpy(to.data(), from.data(), from.size());
-        best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
-        from[static_cast<std::size_t>(run)] = to[static_cast<std::size_t>(bytes - 1 - run)];  // keep both alive
+        for (std::int64_t copy = 0; copy < copies; ++copy) {
+            std::memcpy(to.data(), from.data(), from.size());
+            from[static_cast<std::size_t>(copy) % from.size()] = to[from.size() - 1];  // keep every copy
+        }
+        best = std::max(best, static_cast<double>(bytes * copies) / seconds_since(start) / 1e9);
     }
     return best;
 }
 
-// The shared-memory all-reduce of 2 ranks against one core's memory bandwidth, measured
-// in the same run: the fraction of the limit a reduction of two buffers can reach.
-void print_allreduce_against_memcpy(const mpify::Options& quiet) {
-    std::printf("\nall-reduce of 2 ranks (shared memory) against one core's memcpy, GB/s (best of 3)\n");
-    std::printf("%-10s %10s %10s %10s %10s\n", "size", "all-reduce", "memcpy", "limit", "fraction");
-    for (const std::int64_t mib : {4, 16, 64}) {
-        const std::int64_t bytes = mib << 20;
-        double reduced = 0;
-        for (int run = 0; run < 3; ++run)
-            reduced = std::max(reduced, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, allreduce_throughput, bytes,
-                                                      static_cast<int>(std::max<std::int64_t>(4, 160 / mib))));
+// The all-reduce of 2 ranks from 4 KiB to 64 MiB: mpify's shared-memory group against Gloo
+// over loopback, and against one core's memory bandwidth measured in the same run (the
+// fraction of the limit a reduction of two buffers can reach). Best of 3 each.
+void print_allreduce_table(const mpify::Options& quiet) {
+    mpify::DdpOptions gloo;
+    gloo.backend = mpify::Backend::gloo;
+    std::printf("\nall-reduce of floats, 2 ranks, GB/s (best of 3)\n");
+    std::printf("%-8s %10s %10s %8s %10s %10s %10s\n", "size", "shared", "Gloo", "ratio", "memcpy", "limit",
+                "fraction");
+    for (const std::int64_t kib : {4, 64, 1024, 4096, 16384, 65536}) {
+        const std::int64_t bytes = kib << 10;
+        const int repeats = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 4, 2000));
+        double shared = 0, over_gloo = 0;
+        for (int run = 0; run < 3; ++run) {
+            shared =
+                std::max(shared, mpify::in_ddp(mpify::DdpOptions{}, quiet, 2, allreduce_throughput, bytes, repeats));
+            over_gloo = std::max(over_gloo, mpify::in_ddp(gloo, quiet, 2, allreduce_throughput, bytes, repeats));
+        }
         const double copied = memcpy_throughput(bytes), limit = copied / 1.5;
-        std::printf("%3lld MiB    %10.2f %10.2f %10.2f %10.2f\n", static_cast<long long>(mib), reduced, copied, limit,
-                    reduced / limit);
+        char size[16];
+        std::snprintf(size, sizeof size, "%lld %s", static_cast<long long>(kib < 1024 ? kib : kib >> 10),
+                      kib < 1024 ? "KiB" : "MiB");
+        std::printf("%-8s %10.3g %10.3g %8.1f %10.3g %10.3g %10.2f\n", size, shared, over_gloo, shared / over_gloo,
+                    copied, limit, shared / limit);
     }
 }
 
@@ -252,9 +266,9 @@ int main(int argc, char** argv) {
         print_sync_batch_norm_cost(quiet, std::max(5, std::atoi(argv[2])));
         return 0;
     }
-    // --limit: the all-reduce against one core's memcpy alone.
+    // --limit: the all-reduce against Gloo and one core's memcpy alone.
     if (argc > 1 && std::string(argv[1]) == "--limit") {
-        print_allreduce_against_memcpy(quiet);
+        print_allreduce_table(quiet);
         return 0;
     }
     const int steps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 40;
@@ -275,26 +289,18 @@ int main(int argc, char** argv) {
                     over_gloo, plain, shared / plain, over_gloo / plain);
     }
 
-    std::printf("\nall-reduce of floats, GB/s (best of 3)  %10s %10s %8s\n", "shared", "Gloo", "ratio");
-    struct Size {
-        int n;
-        std::int64_t bytes;
-        int repeats;
-        const char* name;
-    };
-    for (const Size& size : {Size{2, 1 << 20, 50, "1 MiB"}, Size{2, 16 << 20, 10, "16 MiB"},
-                             Size{2, 64 << 20, 4, "64 MiB"}, Size{4, 16 << 20, 10, "16 MiB"}}) {
+    print_allreduce_table(quiet);
+    {
         double shared = 0, over_gloo = 0;
         for (int run = 0; run < 3; ++run) {
-            shared = std::max(shared, mpify::in_ddp(mpify::DdpOptions{}, quiet, size.n, allreduce_throughput,
-                                                    size.bytes, size.repeats));
+            shared = std::max(shared, mpify::in_ddp(mpify::DdpOptions{}, quiet, 4, allreduce_throughput,
+                                                    std::int64_t{16} << 20, 10));
             over_gloo =
-                std::max(over_gloo, mpify::in_ddp(gloo, quiet, size.n, allreduce_throughput, size.bytes, size.repeats));
+                std::max(over_gloo, mpify::in_ddp(gloo, quiet, 4, allreduce_throughput, std::int64_t{16} << 20, 10));
         }
-        std::printf("%d ranks, %-29s %10.2f %10.2f %8.2f\n", size.n, size.name, shared, over_gloo, shared / over_gloo);
+        std::printf("all-reduce, 4 ranks, 16 MiB: shared %.2f GB/s, Gloo %.2f GB/s, ratio %.2f\n", shared, over_gloo,
+                    shared / over_gloo);
     }
-
-    print_allreduce_against_memcpy(quiet);
 
     // Best of 3 runs each, the configurations interleaved so that none is always first.
     // One process is timed twice: as the caller's own rank, and as a worker running the

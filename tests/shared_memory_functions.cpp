@@ -107,10 +107,13 @@ std::vector<std::string> collectives_wrong_on_this_rank() {
                             reduced(op, type, 1001, world));
         }
     }
-    // More than a slot of shared memory (4 MiB): it goes through in pieces.
-    at::Tensor large = values_of(rank, at::kFloat, 3 << 20);
+    // More than a slot of shared memory (4 MiB): it goes through in chunks, the last one
+    // shorter (its shares lie elsewhere than the full chunks' ones).
+    const std::int64_t large_count = (3 << 20) + 777;
+    at::Tensor large = values_of(rank, at::kFloat, large_count);
     mpify::ddp::all_reduce(large);
-    findings.expect("allreduce of 12 MiB", large, reduced(c10d::ReduceOp::SUM, at::kFloat, 3 << 20, world));
+    findings.expect("allreduce of 12 MiB and a bit", large,
+                    reduced(c10d::ReduceOp::SUM, at::kFloat, large_count, world));
     // A transposed view: not one run of bytes; the result lands in the view.
     at::Tensor matrix = values_of(rank, at::kFloat, 600).view({20, 30}).t();
     mpify::ddp::all_reduce(matrix);

@@ -64,6 +64,11 @@ private:
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// An all-reduce goes through the segment in chunks of this size: a chunk's copies, its
+// reduction and the peers' reads of it stay in the cores' caches, where a whole slot's
+// would not (benchmarks/README.md, "The all-reduce against the machine's limit").
+constexpr std::size_t allreduce_chunk_bytes = std::size_t{1} << 20;
+
 // Whether the group itself serves a collective on `tensor` (else the fallback does).
 bool served(const at::Tensor& tensor) {
     return tensor.defined() && tensor.device().is_cpu() && tensor.layout() == at::kStrided;
@@ -196,30 +201,38 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
     call.reduce = static_cast<std::int32_t>(op.op_);
 
     const std::size_t element = data.work.element_size();
-    const std::int64_t per_chunk = static_cast<std::int64_t>(segment_.slot_bytes() / element);
+    const std::size_t chunk_bytes = std::min(segment_.slot_bytes(), allreduce_chunk_bytes);
+    const std::int64_t per_chunk = static_cast<std::int64_t>(std::max<std::size_t>(1, chunk_bytes / element));
     const std::int64_t total = data.work.numel();
-    const int world = getSize();
+    const int world = getSize(), rank = getRank();
+    std::byte* const results = segment_.slot(world);
     std::int64_t done = 0;
     do {  // at least once: an empty tensor's ranks still meet
         const std::int64_t count = std::min(per_chunk, total - done);
-        copy_bytes(segment_.slot(getRank()), data.bytes() + done * element, count * element);
+        // Rank r reduces elements [count·r/world, count·(r+1)/world) of the chunk: its share.
+        auto share = [&](int r) { return std::pair(count * r / world, count * (r + 1) / world); };
+        std::byte* const local = data.bytes() + done * element;
+        const auto [first, last] = share(rank);
+        // The peers' shares of this rank's values, into its slot at their own offsets; its
+        // own share it reads where it is.
+        copy_bytes(segment_.slot(rank), local, first * element);
+        copy_bytes(segment_.slot(rank) + last * element, local + last * element, (count - last) * element);
         meet(call, done == 0, sequence, deadline, what);
-        // This rank reduces its share of the chunk, over every rank's slot, in rank order
-        // (the same sums on every rank whatever the timing).
-        const std::int64_t first = count * getRank() / world, last = count * (getRank() + 1) / world;
         if (last > first) {
-            auto share_of = [&](int slot) {
-                return view_of(segment_.slot(slot) + first * element, last - first, data.work);
+            const at::Tensor mine = view_of(local + first * element, last - first, data.work);
+            auto share_of = [&](int r) {
+                return r == rank ? mine : view_of(segment_.slot(r) + first * element, last - first, data.work);
             };
-            at::Tensor result = share_of(world);
-            if (world == 1) result.copy_(share_of(0));
+            // Over every rank's values in rank order: the same sums whatever the timing.
+            at::Tensor result = view_of(results + first * element, last - first, data.work);
+            if (world == 1) result.copy_(mine);
             for (int r = 1; r < world; ++r) fold(result, r == 1 ? share_of(0) : result, share_of(r), op);
             if (op == c10d::ReduceOp::AVG) result.div_(world);
         }
         segment_.barrier(deadline, what);
-        // Read before anyone writes the results' slot again: that happens only after the
-        // next chunk's first barrier, which this rank reaches after reading.
-        copy_bytes(data.bytes() + done * element, segment_.slot(world), count * element);
+        // Every share from the results' slot, before anyone writes it again: that happens
+        // only after the next chunk's first barrier, which this rank reaches after reading.
+        copy_bytes(local, results, count * element);
         done += per_chunk;
     } while (done < total);
     data.write_back();

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 struct SharedSegment::Header {
     std::atomic<std::uint32_t> arrived;     ///< ranks at the current barrier
     std::atomic<std::uint32_t> generation;  ///< barriers passed; the futex word
+    std::atomic<std::uint32_t> sleepers;    ///< ranks in (or entering) a futex wait on it
     std::atomic<std::int32_t> failed_rank;  ///< -1, or the first rank that gave up
     std::uint32_t world;
     SegmentCall calls[2][most_ranks];
@@ -41,9 +43,21 @@ constexpr std::size_t header_bytes = (sizeof(SharedSegment::Header) + page - 1) 
 
 // A waiting rank looks at its peers this often: how late it notices one that ended.
 constexpr std::chrono::milliseconds peer_check_interval{20};
-// Before sleeping on the futex a rank spins this many times: on a machine with a core
-// for each rank the others usually arrive within microseconds.
+// Before sleeping on the futex a rank spins at least this many times: the others usually
+// arrive within microseconds.
 constexpr int spins_before_sleeping = 200;
+// Where every rank can have a core of its own, a rank spins this long before it sleeps: a
+// collective's chunks meet at a barrier twice each, and a futex's wake-up costs tens of
+// microseconds. Where ranks share cores, spinning would keep a peer off its core.
+constexpr std::chrono::microseconds spin_with_a_core_each{50};
+
+// Whether this process may run on at least `world` CPUs.
+bool core_for_each_rank(int world) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    if (::sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
+    return CPU_COUNT(&cpus) >= world;
+}
 
 std::size_t segment_bytes(int world, std::size_t slot_bytes) {
     return header_bytes + (static_cast<std::size_t>(world) + 1) * slot_bytes;
@@ -79,13 +93,13 @@ void* map_shared(int fd, std::size_t size) {
 
 SharedSegment::SharedSegment(UniqueFd descriptor, void* base, std::size_t size, int world, int rank,
                              std::size_t slot_bytes)
-    : descriptor_(std::move(descriptor)), base_(base), size_(size), world_(world), rank_(rank),
-      slot_bytes_(slot_bytes) {}
+    : descriptor_(std::move(descriptor)), base_(base), size_(size), world_(world), rank_(rank), slot_bytes_(slot_bytes),
+      spin_for_(core_for_each_rank(world) ? spin_with_a_core_each : std::chrono::nanoseconds::zero()) {}
 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept
     : descriptor_(std::move(other.descriptor_)), base_(std::exchange(other.base_, nullptr)),
       size_(std::exchange(other.size_, 0)), world_(other.world_), rank_(other.rank_), slot_bytes_(other.slot_bytes_),
-      peers_(std::move(other.peers_)) {}
+      spin_for_(other.spin_for_), peers_(std::move(other.peers_)) {}
 
 SharedSegment::~SharedSegment() {
     if (base_ != nullptr) ::munmap(base_, size_);
@@ -104,6 +118,7 @@ SharedSegment SharedSegment::create(int world, std::size_t slot_bytes) {
     auto* header = new (base) Header;  // the file's zeros are not yet atomics
     header->arrived.store(0);
     header->generation.store(0);
+    header->sleepers.store(0);
     header->failed_rank.store(-1);
     header->world = static_cast<std::uint32_t>(world);
     return SharedSegment(std::move(fd), base, size, world, 0, slot_bytes);
@@ -211,17 +226,25 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
     if (h.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
         // The last to arrive: nobody can arrive at the next barrier before the generation moves.
         h.arrived.store(0, std::memory_order_relaxed);
-        h.generation.fetch_add(1, std::memory_order_release);
-        futex_wake_all(h.generation);
+        // Sequentially consistent with the sleepers' count: either a rank about to sleep
+        // sees the new generation, or this one sees it counted and wakes it.
+        h.generation.fetch_add(1, std::memory_order_seq_cst);
+        if (h.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(h.generation);
         return;
     }
-    for (int spin = 0; spin < spins_before_sleeping; ++spin) {
-        if (h.generation.load(std::memory_order_acquire) != generation) break;
+    const auto stop_spinning = std::chrono::steady_clock::now() + spin_for_;
+    for (int spin = 0;; ++spin) {
+        if (h.generation.load(std::memory_order_acquire) != generation) return;
         cpu_relax();
+        if (spin >= spins_before_sleeping && spin % 64 == 0 && std::chrono::steady_clock::now() >= stop_spinning) break;
     }
     while (h.generation.load(std::memory_order_acquire) == generation) {
         const auto now = std::chrono::steady_clock::now();
-        futex_wait(h.generation, generation, std::min<std::chrono::nanoseconds>(peer_check_interval, deadline - now));
+        h.sleepers.fetch_add(1, std::memory_order_seq_cst);
+        if (h.generation.load(std::memory_order_seq_cst) == generation)
+            futex_wait(h.generation, generation,
+                       std::min<std::chrono::nanoseconds>(peer_check_interval, deadline - now));
+        h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
         if (h.generation.load(std::memory_order_acquire) != generation) break;
         check_not_failed(what);
         const int ended = ended_peer();

@@ -7,7 +7,8 @@
 // file holds a header (the barrier's counters, what each rank is calling, which rank
 // failed) and world + 1 slots: one per rank and one for results.
 //
-// A rank waits at the barrier on a futex, waking every 20 ms to look at its peers: a
+// A rank waits at the barrier spinning a moment (longer where every rank has a core), then
+// on a futex, waking every 20 ms to look at its peers: a
 // peer that ended (its pidfd became readable), a peer that gave up (it marked the
 // segment failed), or the collective's deadline ends the wait with an Error that says
 // which. Once failed, the segment stays failed: every later collective fails at once.
@@ -98,6 +99,7 @@ private:
     int world_ = 0;
     int rank_ = 0;
     std::size_t slot_bytes_ = 0;
+    std::chrono::nanoseconds spin_for_{};  ///< how long a barrier spins before it sleeps
     /// How this rank watches another one (watch_peers).
     struct Peer {
         pid_t pid = 0;
