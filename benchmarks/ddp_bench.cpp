@@ -4,7 +4,7 @@
 // (the default) beside Gloo over loopback.
 //
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
-//   ./build/bin/mpify_ddp_bench --train N STEPS     (one run's samples/s; python_ddp_bench.py)
+//   ./build/bin/mpify_ddp_bench --train N STEPS [gloo]  (one run's samples/s; python_ddp_bench.py)
 //   ./build/bin/mpify_ddp_bench --limit             (the all-reduce of 2 ranks, 4 KiB to 64 MiB,
 //                                                    against Gloo and one core's memcpy)
 //   ./build/bin/mpify_ddp_bench --norms STEPS       (SyncBatchNorm2d against BatchNorm2d, 2 ranks)
@@ -43,8 +43,11 @@ void noop() {}
 MPIFY_REGISTER(noop);
 
 // All-reduces `bytes` of floats `repeats` times after one untimed; GB/s of the tensor's
-// size per all-reduce, as rank 0 saw it.
+// size per all-reduce, as rank 0 saw it. One thread per rank, as in training here: the
+// threads of LibTorch 2.x's OpenMP pool spin a while after each parallel region (filling
+// the tensor is one), and on two cores they would take the cores from the group's thread.
 double allreduce_throughput(std::int64_t bytes, int repeats) {
+    torch::set_num_threads(1);
     at::Tensor t = torch::ones({bytes / 4});
     mpify::ddp::all_reduce(t);
     mpify::ddp::barrier();
@@ -251,9 +254,12 @@ int main(int argc, char** argv) {
     quiet.relay = mpify::Relay::discard;
     // --train N STEPS: one training run of N ranks (the caller is rank 0), its samples per
     // second alone on stdout: what python_ddp_bench.py compares with PyTorch's Python DDP.
+    // With "gloo" after them, through Gloo rather than the shared-memory group.
     if (argc > 3 && std::string(argv[1]) == "--train") {
         const int n = std::max(1, std::atoi(argv[2])), steps = std::max(5, std::atoi(argv[3]));
-        std::printf("%.1f\n", mpify::in_ddp(mpify::DdpOptions{}, quiet, n, train_steps, steps, true));
+        mpify::DdpOptions options;
+        if (argc > 4 && std::string(argv[4]) == "gloo") options.backend = mpify::Backend::gloo;
+        std::printf("%.1f\n", mpify::in_ddp(options, quiet, n, train_steps, steps, true));
         return 0;
     }
     // --precision STEPS: the compression hooks and bfloat16 autocast against float32.

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """mpify's C++ DDP against PyTorch's Python DDP on the same LibTorch, interleaved.
 
-The intro CNN on Fashion-MNIST, batch 64 per rank, SGD with momentum (Python: Gloo on
-loopback; mpify: its default on one machine, the shared-memory group),
-one thread per rank: the same training as mpify_ddp_bench's (the C++ side is that
-program's --train mode), for 1 and 2 ranks, alternating C++ and Python runs so that
-neither always goes first; best of RUNS each. Prints samples/s and the C++/Python ratio.
+The intro CNN on Fashion-MNIST, batch 64 per rank, SGD with momentum, one thread per rank
+(Python: Gloo on loopback; mpify: its default on one machine, the shared-memory group, and
+Gloo as Python's): the same training as mpify_ddp_bench's (the C++ side is that program's
+--train mode), for 1, 2 and 4 ranks, alternating C++ and Python runs so that neither
+always goes first; best of RUNS each. Prints samples/s and the C++/Python ratios.
 
     /usr/bin/python3 benchmarks/python_ddp_bench.py build [STEPS] [RUNS]
     ~/.cache/mpify/torch-2.11.0/bin/python benchmarks/python_ddp_bench.py build-libtorch-2.11.0
@@ -22,6 +22,7 @@ import time
 
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 40
 RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+WORLDS = (1, 2, 4)
 WARMUP = 5
 BATCH = 64
 DATA = "/usr/share/datasets/fashion-mnist/"
@@ -106,9 +107,9 @@ def python_run(world, tunable=False):
     return out.get()
 
 
-def cpp_run(build, world):
+def cpp_run(build, world, *backend):
     program = os.path.join(build, "bin", "mpify_ddp_bench")
-    return float(subprocess.run([program, "--train", str(world), str(STEPS)], check=True,
+    return float(subprocess.run([program, "--train", str(world), str(STEPS), *backend], check=True,
                                 capture_output=True, text=True).stdout.split()[-1])
 
 
@@ -121,18 +122,22 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     best = {}
     for _ in range(RUNS):
-        for world in (1, 2):
-            for side, run in (("C++", lambda: cpp_run(build, world)), ("Python", lambda: python_run(world)),
+        for world in WORLDS:
+            for side, run in (("C++", lambda: cpp_run(build, world)), ("C++ Gloo", lambda: cpp_run(build, world, "gloo")),
+                              ("Python", lambda: python_run(world)),
                               ("Python+", lambda: python_run(world, tunable=True))):
                 best[side, world] = max(best.get((side, world), 0.0), run())
     print(f"PyTorch {torch.__version__} ({sys.executable}) against {build};")
-    print(f"intro CNN, batch {BATCH} per rank, {STEPS} timed steps, one thread per rank (Python's group: Gloo; mpify's: shared memory), best of {RUNS};")
-    print("samples/s. Python+: the same Python ranks started with GLIBC_TUNABLES=glibc.malloc.hugetlb=1,")
-    print("the malloc setting mpify gives its workers")
-    print(f"{'ranks':<6} {'mpify C++':>10} {'Python':>8} {'Python+':>8} {'C++ / Python':>13} {'C++ / Python+':>14}")
-    for world in (1, 2):
-        cpp, py, tuned = best["C++", world], best["Python", world], best["Python+", world]
-        print(f"{world:<6} {cpp:>10.0f} {py:>8.0f} {tuned:>8.0f} {cpp / py:>13.2f} {cpp / tuned:>14.2f}")
+    print(f"intro CNN, batch {BATCH} per rank, {STEPS} timed steps, one thread per rank, best of {RUNS};")
+    print("samples/s. mpify C++: its default group on one machine (shared memory); C++ Gloo: mpify through")
+    print("Gloo, as Python's group. Python+: the same Python ranks started with")
+    print("GLIBC_TUNABLES=glibc.malloc.hugetlb=1, the malloc setting mpify gives its workers")
+    print(f"| ranks | mpify C++ | C++ Gloo | Python | Python+ | C++ / Python | C++ Gloo / Python | C++ / Python+ |")
+    print("|---|---|---|---|---|---|---|---|")
+    for world in WORLDS:
+        cpp, gloo, py, tuned = (best[side, world] for side in ("C++", "C++ Gloo", "Python", "Python+"))
+        print(f"| {world} | {cpp:.0f} | {gloo:.0f} | {py:.0f} | {tuned:.0f} | {cpp / py:.2f} | {gloo / py:.2f} | "
+              f"{cpp / tuned:.2f} |")
     return 0
 
 
