@@ -2,6 +2,7 @@
 // floors, in one run.
 //
 //   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
+//   ./build/bin/mpify_bench --phases [n]     (where in_ddp(n)'s time goes over ranch(n)'s)
 //
 // Floors: the fork floor is fork + _exit + wait of n-1 children of this process (which
 // has LibTorch loaded): no launcher that starts processes can do less. The exec floor
@@ -53,6 +54,76 @@ double allreduce_rank() {
 }
 MPIFY_REGISTER(allreduce_rank);
 
+std::int64_t steady_nanoseconds() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// When a rank entered its function, on the clock every process shares.
+std::int64_t entered() { return steady_nanoseconds(); }
+MPIFY_REGISTER(entered);
+
+// In a group: every rank's {entered, made its first tensor, first all-reduce ended, second
+// ended} by rank, then when rank 0's function returned.
+std::vector<std::int64_t> group_phases() {
+    const std::int64_t enter = steady_nanoseconds();
+    at::Tensor t = at::ones({1});
+    const std::int64_t made = steady_nanoseconds();
+    mpify::ddp::all_reduce(t);
+    const std::int64_t first = steady_nanoseconds();
+    mpify::ddp::all_reduce(t);
+    const std::int64_t second = steady_nanoseconds();
+    at::Tensor all = at::zeros({mpify::ddp::world_size(), 4}, at::kLong);
+    const std::int64_t mine[] = {enter, made, first, second};
+    for (int i = 0; i < 4; ++i) all[mpify::ddp::rank()][i] = mine[i];
+    mpify::ddp::all_reduce(all);
+    std::vector<std::int64_t> out(all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel());
+    out.push_back(steady_nanoseconds());
+    return out;
+}
+MPIFY_REGISTER(group_phases);
+
+// in_ddp(n, group_phases) and ranch(n, entered) in turn, 41 pairs: medians, in ms, of when
+// the last rank entered its function, what its first tensor and its first and second
+// all-reduce took, and how long the caller took to return after rank 0's function ended.
+void print_group_phases(int n) {
+    mpify::Options quiet;
+    quiet.relay = mpify::Relay::discard;
+    mpify::ranch(quiet, n, entered);  // the template's start
+    std::vector<double> ranch_entry, ranch_total, ddp_entry, tensor, first, second, ddp_return, ddp_total;
+    const auto ms = [](std::int64_t ns) { return static_cast<double>(ns) / 1e6; };
+    for (int run = 0; run < 41; ++run) {
+        std::int64_t start = steady_nanoseconds();
+        const std::vector<std::int64_t> phases = mpify::in_ddp(mpify::DdpOptions{}, quiet, n, group_phases);
+        std::int64_t end = steady_nanoseconds();
+        const int last = n - 1;
+        ddp_entry.push_back(ms(phases[4 * last] - start));
+        tensor.push_back(ms(phases[4 * last + 1] - phases[4 * last]));
+        first.push_back(ms(phases[4 * last + 2] - phases[4 * last + 1]));
+        second.push_back(ms(phases[4 * last + 3] - phases[4 * last + 2]));
+        ddp_return.push_back(ms(end - phases.back()));
+        ddp_total.push_back(ms(end - start));
+        start = steady_nanoseconds();
+        const std::vector<std::int64_t> entries = mpify::ranch(quiet, n, entered);
+        end = steady_nanoseconds();
+        ranch_entry.push_back(ms(entries.back() - start));
+        ranch_total.push_back(ms(end - start));
+    }
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    std::printf("in_ddp(%d) and ranch(%d) in turn, 41 pairs, medians in ms (rank %d: the last)\n", n, n, n - 1);
+    std::printf("ranch:  rank %d enters its function at %.3f; the call returns at %.3f\n", n - 1, median(ranch_entry),
+                median(ranch_total));
+    std::printf("in_ddp: rank %d enters its function (the group formed) at %.3f; its first tensor %.3f, first "
+                "all-reduce %.3f, second %.3f;\n        the caller returns %.3f after rank 0's function; the call "
+                "returns at %.3f (%.2f of ranch)\n",
+                n - 1, median(ddp_entry), median(tensor), median(first), median(second), median(ddp_return),
+                median(ddp_total), median(ddp_total) / median(ranch_total));
+}
+
 using mpify_bench::measure;
 
 // Starts `count` copies of `program` at once and waits for all of them.
@@ -99,6 +170,10 @@ int main(int argc, char** argv) {
     if (std::getenv("MPIFY_SPAWNER") != nullptr) {
         std::fprintf(stderr, "unset MPIFY_SPAWNER: this benchmark compares the spawners itself\n");
         return 2;
+    }
+    if (argc > 1 && std::string(argv[1]) == "--phases") {
+        print_group_phases(argc > 2 ? std::max(2, std::atoi(argv[2])) : 2);
+        return 0;
     }
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     const std::string floor_program = sibling(argv[0], "mpify_bench_trivial_torch_program");
