@@ -55,8 +55,7 @@ double allreduce_rank() {
 MPIFY_REGISTER(allreduce_rank);
 
 std::int64_t steady_nanoseconds() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
