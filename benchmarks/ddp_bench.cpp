@@ -43,9 +43,8 @@ void noop() {}
 MPIFY_REGISTER(noop);
 
 // All-reduces `bytes` of floats `repeats` times after one untimed; GB/s of the tensor's
-// size per all-reduce, as rank 0 saw it. One thread per rank, as in training here: the
-// threads of LibTorch 2.x's OpenMP pool spin a while after each parallel region (filling
-// the tensor is one), and on two cores they would take the cores from the group's thread.
+// size per all-reduce, as rank 0 saw it. One thread per rank, as in the training runs here:
+// two ranks on two cores leave no core for LibTorch's thread pool.
 double allreduce_throughput(std::int64_t bytes, int repeats) {
     torch::set_num_threads(1);
     at::Tensor t = torch::ones({bytes / 4});
