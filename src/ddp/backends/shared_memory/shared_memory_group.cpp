@@ -235,9 +235,8 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
     do {  // at least once: an empty tensor's ranks still meet
         const std::int64_t count = std::min(per_chunk, total - done);
         // Rank r reduces elements [count·r/world, count·(r+1)/world) of the chunk: its share.
-        auto share = [&](int r) { return std::pair(count * r / world, count * (r + 1) / world); };
+        const std::int64_t first = count * rank / world, last = count * (rank + 1) / world;
         std::byte* const local = data.bytes() + done * element;
-        const auto [first, last] = share(rank);
         // The peers' shares of this rank's values, into its slot at their own offsets; its
         // own share it reads where it is.
         copy_bytes(segment_.slot(rank), local, first * element);
