@@ -7,13 +7,14 @@
 // process (which also starts the warm template) and then the later ones.
 //
 //   ./build/bin/mpify_launch_bench N RUNS [gloo]
+#include "timing.hpp"
+
 #include <intro/cnn.hpp>
 #include <mpify/torch.hpp>
 
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,11 +22,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::int64_t nanoseconds_now() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
+using mpify_bench::steady_nanoseconds;
 
 // One rank's first training step; returns when the last rank's ended, on the steady clock
 // (taken before the all-reduce that finds the last).
@@ -40,7 +37,7 @@ std::int64_t first_step() {
     optimizer.zero_grad();
     torch::cross_entropy_loss(ddp_model(images), labels).backward();
     optimizer.step();
-    at::Tensor ended = torch::tensor({nanoseconds_now()}, torch::kInt64);
+    at::Tensor ended = torch::tensor({steady_nanoseconds()}, torch::kInt64);
     mpify::ddp::all_reduce(ended, c10d::ReduceOp::MAX);
     return ended.item<std::int64_t>();
 }
@@ -63,7 +60,7 @@ int main(int argc, char** argv) {
     // and its thread pools started.
     (void)(torch::ones({8, 8}).matmul(torch::ones({8, 8}))).sum().item<float>();
     for (int run = 0; run < runs; ++run) {
-        const std::int64_t start = nanoseconds_now();
+        const std::int64_t start = steady_nanoseconds();
         const std::int64_t last_step_ended = mpify::in_ddp(ddp, quiet, n, first_step);
         std::printf("%.4f\n", static_cast<double>(last_step_ended - start) / 1e9);
         std::fflush(stdout);

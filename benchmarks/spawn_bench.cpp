@@ -54,10 +54,7 @@ double allreduce_rank() {
 }
 MPIFY_REGISTER(allreduce_rank);
 
-std::int64_t steady_nanoseconds() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
+using mpify_bench::steady_nanoseconds;
 
 // When a rank entered its function, on the clock every process shares.
 std::int64_t entered() { return steady_nanoseconds(); }
@@ -109,10 +106,7 @@ void print_group_phases(int n) {
         ranch_entry.push_back(ms(entries.back() - start));
         ranch_total.push_back(ms(end - start));
     }
-    const auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    const auto median = [](std::vector<double> v) { return mpify_bench::summary(v).median; };
     std::printf("in_ddp(%d) and ranch(%d) in turn, 41 pairs, medians in ms (rank %d: the last)\n", n, n, n - 1);
     std::printf("ranch:  rank %d enters its function at %.3f; the call returns at %.3f\n", n - 1, median(ranch_entry),
                 median(ranch_total));

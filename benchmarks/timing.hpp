@@ -2,10 +2,18 @@
 // Timing for the benchmarks: wall times of repeated runs after one warm-up run.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace mpify_bench {
+
+/// Now on the steady clock, in nanoseconds: the one monotonic clock every process of the
+/// machine shares, so ranks' times compare with the caller's.
+inline std::int64_t steady_nanoseconds() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 struct Timing {
     double median;  ///< seconds
