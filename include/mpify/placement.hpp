@@ -126,15 +126,12 @@ MPIFY_API void stop_node_templates() noexcept;
 namespace detail {
 
 /// What a call of `remote_ranks` ranks on other machines does with `placement`: a
-/// command launcher with its hosts, as given, or for Slurm the srun command and the
-/// allocation's nodes; this machine's placement as it is. Throws UsageError (outside a
-/// Slurm allocation: with the salloc line to run).
+/// command template and its hosts (Launcher::command: as given; mpirun's and Slurm's:
+/// their command, and for Slurm the allocation's nodes and this machine's address toward
+/// them); this machine's placement as it is. Throws UsageError naming what is wrong
+/// (outside a Slurm allocation: with the salloc line to run). in_ddp resolves once for
+/// all its attempts.
 MPIFY_API Placement resolve_placement(const Placement& placement, int remote_ranks);
-
-/// After a call with `placement` failed: a Slurm job's nodes and their addresses, which
-/// resolve_placement remembers from its first queries, are asked of Slurm again at the
-/// next call (the job may have ended). Other placements: nothing.
-MPIFY_API void forget_slurm_answers(const Placement& placement) noexcept;
 
 }  // namespace detail
 

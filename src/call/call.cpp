@@ -5,6 +5,7 @@
 #include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
 #include "registry/rank_memory.hpp"
+#include "spawn/launchers/launcher.hpp"
 #include "spawn/start_worker.hpp"
 #include "spawn/worker_host.hpp"
 #include "wire/messages.hpp"
@@ -95,10 +96,11 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
     std::vector<int> ranks;
     for (int rank = 0; rank < plan_.n; ++rank)
         if (options_.caller_rank != rank) ranks.push_back(rank);
-    if (remote)
-        remote_.emplace(resolve_placement(options_.placement, static_cast<int>(ranks.size())), ranks, plan_.n,
-                        deadline_, InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }},
-                        variables);
+    if (remote) {
+        const Placement placement = resolve_placement(options_.placement, static_cast<int>(ranks.size()));
+        remote_.emplace(placement, placed_ranks(placement, plan_.n, options_.caller_rank), plan_.n, deadline_,
+                        InterruptSignal{interrupts_.fd(), [this] { return interrupts_.interrupted(); }}, variables);
+    }
     try {
         // The library's path on each remote rank's machine, all asked first: a node's
         // template loads it as soon as its first agent has placed it, all nodes at once.

@@ -1,6 +1,7 @@
 // run_ranch: the one compiled entry point behind the mpify::ranch templates.
 #include "call/call.hpp"
 #include "call/call_plan.hpp"
+#include "spawn/launchers/launcher.hpp"
 
 #include <mpify/detail/restarts.hpp>
 #include <mpify/error.hpp>
@@ -45,7 +46,8 @@ std::vector<std::string> run_ranch(const Options& options, int n, CallRequest re
                               call.run_own_rank_and_supervise([&] { local_call(last); });
                               results = call.results();
                           } catch (...) {
-                              forget_slurm_answers(options.placement);  // its allocation may have ended
+                              forget_launcher_answers(
+                                  options.placement);  // what it learnt of the machines may be stale
                               throw;
                           }
                       });

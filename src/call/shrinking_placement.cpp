@@ -1,5 +1,7 @@
 #include "call/shrinking_placement.hpp"
 
+#include "spawn/launchers/launcher.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,20 +19,16 @@ ShrinkingPlacement::ShrinkingPlacement(const Options& options, int n, const std:
     if (shrinking_) placement_ = resolve_placement(placement_, n - (caller_rank_ ? 1 : 0));
 }
 
-const std::string& ShrinkingPlacement::host_of(int rank) const {
-    // The ranks other than the caller's run on the hosts in order, ranks_per_host each.
-    const int remote_index = rank - (caller_rank_ && rank > *caller_rank_ ? 1 : 0);
-    const auto host = static_cast<std::size_t>(remote_index / std::max(1, placement_.ranks_per_host));
-    return placement_.hosts.at(host);
-}
-
 std::vector<std::string> ShrinkingPlacement::leave_out_lost(const std::vector<RankFailure>& failures) {
     std::vector<std::string> lost;
     if (!shrinking_) return lost;
+    const std::vector<PlacedRank> placed = placed_ranks(placement_, ranks_, caller_rank_);
     for (const RankFailure& f : failures) {
-        if (f.kind != RankFailure::Kind::lost || f.rank < 0 || f.rank >= ranks_ || f.rank == caller_rank_) continue;
-        const std::string& host = host_of(f.rank);
-        if (std::find(lost.begin(), lost.end(), host) == lost.end()) lost.push_back(host);
+        if (f.kind != RankFailure::Kind::lost) continue;
+        const auto rank =
+            std::find_if(placed.begin(), placed.end(), [&](const PlacedRank& p) { return p.rank == f.rank; });
+        if (rank == placed.end()) continue;  // the caller's own, or not of this attempt
+        if (std::find(lost.begin(), lost.end(), rank->host) == lost.end()) lost.push_back(rank->host);
     }
     std::vector<std::string>& hosts = placement_.hosts;
     for (const std::string& host : lost) hosts.erase(std::remove(hosts.begin(), hosts.end(), host), hosts.end());

@@ -1,6 +1,6 @@
 #pragma once
 // Options::min_ranks: the machines a call with restarts runs on, shrinking as machines
-// are lost. The placement is resolved once (Slurm's nodes asked once), so that a lost
+// are lost. The placement is resolved once (its launcher asked once), so that a lost
 // host can be taken out of its list; each later attempt runs on what is left, with as
 // many ranks as the remaining hosts hold, up to the call's n.
 #include <mpify/abi.hpp>
@@ -35,9 +35,6 @@ public:
     std::optional<std::string> too_small() const;
 
 private:
-    /// The placement host of `rank` (of an attempt of ranks() ranks).
-    const std::string& host_of(int rank) const;
-
     Placement placement_;
     std::optional<int> caller_rank_;
     int n_;

@@ -1,7 +1,5 @@
 #include "call/supervisor.hpp"
 
-#include "call/running_calls.hpp"
-
 #include "common/posix.hpp"
 #include "wire/messages.hpp"
 
@@ -60,12 +58,9 @@ struct Supervisor::Worker {
 
 Supervisor::Supervisor(const Options& options, std::optional<Clock::time_point> deadline, FailureLog& failures,
                        InterruptWatch& interrupts)
-    : options_(options), deadline_(deadline), failures_(failures), interrupts_(interrupts) {
-    list_running_call(this);
-}
+    : options_(options), deadline_(deadline), failures_(failures), interrupts_(interrupts) {}
 
 Supervisor::~Supervisor() {
-    unlist_running_call(this);
     for (auto& w : workers_)
         if (!w->exited()) kill_and_reap(w->process.pid, w->process.pidfd.get());
 }
@@ -86,65 +81,36 @@ void Supervisor::add(int rank, StartedWorker started, std::string call_head, std
     publish_running_ranks();
 }
 
-void Supervisor::own_rank_started(int rank, pid_t tid) noexcept {
-    const std::lock_guard<std::mutex> lock(running_lock_);
-    own_rank_ = StackTarget{rank, {}, ::getpid(), tid, {}, nullptr};
-}
+void Supervisor::own_rank_started(int rank, pid_t tid) noexcept { listed_.own_rank_started(rank, tid); }
 
-void Supervisor::own_rank_ended() noexcept {
-    const std::lock_guard<std::mutex> lock(running_lock_);
-    own_rank_.reset();
-}
-
-std::vector<StackTarget> Supervisor::running_ranks() const {
-    const std::lock_guard<std::mutex> lock(running_lock_);
-    std::vector<StackTarget> running;
-    for (const RunningWorker& listed : running_workers_) {
-        StackTarget target = listed.target;
-        // The pid is the rank's stand-in's: the rank is read on its machine, asked through
-        // the stand-in (a dup of its socket, valid while the workers are: they are not
-        // destroyed before this call is unlisted).
-        if (listed.control_fd >= 0) {
-            const int copy = ::fcntl(listed.control_fd, F_DUPFD_CLOEXEC, 0);
-            if (copy >= 0) target.control = std::make_shared<UniqueFd>(copy);
-            else target.unreadable = "not read: no fd left to ask its stand-in";
-        }
-        running.push_back(std::move(target));
-    }
-    if (own_rank_) running.push_back(*own_rank_);
-    std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-    return running;
-}
+void Supervisor::own_rank_ended() noexcept { listed_.own_rank_ended(); }
 
 void Supervisor::publish_running_ranks() {
-    std::vector<RunningWorker> running;
+    std::vector<ListedRanks::Worker> running;
     for (const auto& w : workers_) {
         if (w->exited() || w->failed || w->result || w->phase != WorkerPhase::running) continue;
-        RunningWorker listed{{w->rank, w->host, w->process.pid, 0, {}, nullptr}, w->control.get()};
+        ListedRanks::Worker listed{{w->rank, w->host, w->process.pid, 0, {}, nullptr}, w->control.get()};
         if (!w->control && !w->host.empty()) listed.target.unreadable = "not read: its stand-in has no control socket";
         running.push_back(std::move(listed));
     }
-    const std::lock_guard<std::mutex> lock(running_lock_);
-    running_workers_ = std::move(running);
+    listed_.set_workers(std::move(running));
 }
 
 void Supervisor::start_reading_stacks(const Worker* except) {
     if (!options_.stacks || stacks_read_) return;
     stacks_read_ = true;
     publish_running_ranks();
-    std::vector<StackTarget> targets = running_ranks();
+    std::vector<StackTarget> targets = listed_.targets();
     if (except != nullptr)
         targets.erase(std::remove_if(targets.begin(), targets.end(),
                                      [&](const StackTarget& t) { return t.rank == except->rank; }),
                       targets.end());
     if (targets.empty()) return;
-    {
-        const std::lock_guard<std::mutex> lock(running_lock_);
-        own_rank_read_.reset();
-        if (own_rank_ && std::any_of(targets.begin(), targets.end(),
-                                     [&](const StackTarget& t) { return t.rank == own_rank_->rank; }))
-            own_rank_read_ = own_rank_->rank;
-    }
+    const std::optional<int> own_rank = listed_.own_rank();
+    own_rank_read_.reset();
+    if (own_rank &&
+        std::any_of(targets.begin(), targets.end(), [&](const StackTarget& t) { return t.rank == *own_rank; }))
+        own_rank_read_ = own_rank;
     try {
         reading_ =
             std::async(std::launch::async, [targets] { return collect_stacks(targets, stack_collection_limit); });
@@ -157,12 +123,7 @@ void Supervisor::finish_reading_stacks() {
     std::vector<RankStack> stacks = reading_.get();
     // The caller's rank that returned meanwhile (it saw the interrupt, its collective
     // broke) was read on its way out, past its function: that says nothing of where it was.
-    bool own_rank_running = false;
-    {
-        const std::lock_guard<std::mutex> lock(running_lock_);
-        own_rank_running = own_rank_.has_value();
-    }
-    if (own_rank_read_ && !own_rank_running)
+    if (own_rank_read_ && !listed_.own_rank())
         stacks.erase(std::remove_if(stacks.begin(), stacks.end(),
                                     [&](const RankStack& s) { return s.rank == *own_rank_read_; }),
                      stacks.end());
@@ -409,7 +370,7 @@ void Supervisor::handle_frame(Worker& w, Frame& frame) {
             failure.message = info.what;
             // When fn threw in the worker, not when we read it: decides which failure
             // came first when the caller's own rank failed as well.
-            when = Clock::time_point(std::chrono::nanoseconds(info.when_ns));
+            when = clock_time(info.when_ns);
         } catch (const std::exception& e) {
             failure.kind = RankFailure::Kind::protocol;
             failure.message = e.what();

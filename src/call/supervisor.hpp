@@ -14,7 +14,7 @@
 #include "common/event_fd.hpp"
 #include "common/poll_set.hpp"
 #include "common/unique_fd.hpp"
-#include "forensics/stack_collector.hpp"
+#include "forensics/listed_ranks.hpp"
 #include "spawn/start_worker.hpp"
 #include "wire/frames.hpp"
 
@@ -22,7 +22,6 @@
 
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,9 +61,6 @@ public:
     void own_rank_started(int rank, pid_t tid) noexcept;
     void own_rank_ended() noexcept;
 
-    /// The ranks running now, as mpify::where() reads them. Thread-safe.
-    std::vector<StackTarget> running_ranks() const;
-
 private:
     struct Worker;
     struct Watch;
@@ -102,7 +98,7 @@ private:
     /// Tells the caller's rank to stop waiting and stops every worker: now, or once their
     /// stacks are read (a rank stopped first would be read on its way out).
     void stop_everyone();
-    /// Keeps the list running_ranks() reads up to date (after a worker came or went).
+    /// Keeps the call's listed ranks up to date (after a worker came or went).
     void publish_running_ranks();
     void on_deadline();
     void on_interrupt();
@@ -121,15 +117,7 @@ private:
     std::future<std::vector<RankStack>> reading_;  // while stacks are being read
     std::optional<int> own_rank_read_;  // the caller's rank, if the reading includes it
     bool stop_after_reading_ = false;
-    // What running_ranks() gives other threads: written by the supervisor and by the
-    // caller's rank's thread, read by any, under the lock.
-    mutable std::mutex running_lock_;
-    struct RunningWorker {
-        StackTarget target;
-        int control_fd = -1;  // a remote rank's stand-in's, owned by its Worker
-    };
-    std::vector<RunningWorker> running_workers_;
-    std::optional<StackTarget> own_rank_;
+    ListedRanks listed_;  // what mpify::where() reads of this call
 };
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -1,5 +1,6 @@
 #include "common/endpoint.hpp"
 
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 #include "common/random_token.hpp"
 
@@ -67,12 +68,11 @@ UnixAddress unix_address(const std::string& path) {
 }
 
 // A non-blocking connect to one address, finished within `deadline`; errno-style result.
-int connect_one(int fd, const sockaddr* address, socklen_t size, std::chrono::steady_clock::time_point deadline) {
+int connect_one(int fd, const sockaddr* address, socklen_t size, Clock::time_point deadline) {
     if (::connect(fd, address, size) == 0) return 0;
     if (errno != EINPROGRESS) return errno;
     for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) return ETIMEDOUT;
         pollfd p{fd, POLLOUT, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -176,8 +176,8 @@ UniqueFd listen_at(Endpoint& endpoint) {
     throw UsageError(fmt::format("mpify: cannot listen at {}:{} ({})", endpoint.host, endpoint.port, last_error));
 }
 
-UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
-                    InterruptCheck interrupted, const char* purpose, const char* hint) {
+UniqueFd connect_to(const Endpoint& endpoint, Clock::time_point deadline, InterruptCheck interrupted,
+                    const char* purpose, const char* hint) {
     std::string last_error;
     bool permanent = false;
     // One try at every address the endpoint has; an empty fd when none answered.
@@ -209,7 +209,7 @@ UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_po
     auto pause = std::chrono::milliseconds(10);
     for (;;) {
         if (UniqueFd fd = attempt()) return fd;
-        if (permanent || std::chrono::steady_clock::now() + pause >= deadline) break;
+        if (permanent || Clock::now() + pause >= deadline) break;
         if (interrupted())
             throw Error(fmt::format("mpify: stopped trying to reach {} at {}: the call was interrupted", purpose,
                                     endpoint.describe()));

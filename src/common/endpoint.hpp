@@ -4,6 +4,7 @@
 // of other users at once), or a TCP port on one address when other machines must reach
 // it (bound to that address only, never to every interface). The group's rendezvous
 // store listens through this, and so will the caller that remote workers connect back to.
+#include "common/clock.hpp"
 #include "common/unique_fd.hpp"
 
 #include <sys/socket.h>
@@ -51,8 +52,8 @@ using InterruptCheck = bool (*)() noexcept;
 /// master may start later than this host) until `deadline`, or until `interrupted`.
 /// Throws Error naming `purpose` ("the group's rendezvous"), the endpoint and the last
 /// reason, and ending with `hint`.
-UniqueFd connect_to(const Endpoint& endpoint, std::chrono::steady_clock::time_point deadline,
-                    InterruptCheck interrupted, const char* purpose = "the group's rendezvous",
+UniqueFd connect_to(const Endpoint& endpoint, Clock::time_point deadline, InterruptCheck interrupted,
+                    const char* purpose = "the group's rendezvous",
                     const char* hint = "Is the caller with base_rank 0 running there, and is the address right?");
 
 /// An address as numeric text ("10.0.0.2", "::1"); "?" when it has none.

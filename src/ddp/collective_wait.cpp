@@ -1,8 +1,9 @@
 #include "ddp/collective_wait.hpp"
 
+#include "common/clock.hpp"
 #include "ddp/active_group.hpp"
-#include "ddp/call_agreement.hpp"
 #include "ddp/future_end.hpp"
+#include "forensics/call_agreement.hpp"
 #include "forensics/collective_record.hpp"
 
 #include <mpify/error.hpp>
@@ -32,7 +33,19 @@ constexpr std::chrono::milliseconds mismatch_look_interval{20};
 // nothing.
 std::optional<std::string> mismatch_now(const char* what, std::uint64_t sequence) {
     try {
-        return find_call_mismatch(active_group(what), sequence);
+        const ProcessGroupState& group = active_group(what);
+        if (!group.store) return std::nullopt;
+        const c10::intrusive_ptr<c10d::Store>& store = group.store;
+        RecordExchange exchange{group.rank, group.world_size,
+                                [&](const std::string& key, const std::string& text) {
+                                    store->set(key, std::vector<std::uint8_t>(text.begin(), text.end()));
+                                },
+                                [&](const std::string& key) -> std::optional<std::string> {
+                                    if (!store->check({key})) return std::nullopt;
+                                    const std::vector<std::uint8_t> bytes = store->get(key);
+                                    return std::string(bytes.begin(), bytes.end());
+                                }};
+        return find_call_mismatch(exchange, sequence);
     } catch (const std::exception&) {
         return std::nullopt;
     }
@@ -41,10 +54,10 @@ std::optional<std::string> mismatch_now(const char* what, std::uint64_t sequence
 // The failed call's mismatch with a peer, if one shows within the grace. Not when the
 // call is stopping: then the failure is the stop's.
 std::optional<std::string> mismatch_behind_failure(const char* what, std::uint64_t sequence) {
-    const auto give_up = std::chrono::steady_clock::now() + mismatch_grace;
+    const auto give_up = Clock::now() + mismatch_grace;
     while (!call_stopping()) {
         if (auto mismatch = mismatch_now(what, sequence)) return mismatch;
-        if (std::chrono::steady_clock::now() >= give_up) break;
+        if (Clock::now() >= give_up) break;
         std::this_thread::sleep_for(mismatch_look_interval);
     }
     return std::nullopt;

@@ -1,5 +1,6 @@
 // in_ddp's part in the caller: the rendezvous store that every rank's DdpGuard meets at,
 // and, when the group spans machines, this machine's place in it.
+#include "common/clock.hpp"
 #include "common/endpoint.hpp"
 #include "common/posix.hpp"
 #include "ddp/ddp_settings.hpp"
@@ -107,10 +108,10 @@ private:
     // closes. Each process numbers its calls to an address; the master writes its number
     // into its new store, and the others wait for the store that has theirs.
     void connect_to_this_call(const Endpoint& endpoint, const std::string& call, std::chrono::milliseconds timeout) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        const auto deadline = Clock::now() + timeout;
         auto left = [&] {
-            return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                              deadline - std::chrono::steady_clock::now()));
+            return std::max(std::chrono::milliseconds(1),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
         };
         for (;;) {
             store_ = c10::make_intrusive<store::Client>(endpoint, left(), &mpify::interrupt_requested);
@@ -122,7 +123,7 @@ private:
             }
             if (found == call) return;
             store_.reset();
-            if (std::chrono::steady_clock::now() >= deadline)
+            if (Clock::now() >= deadline)
                 throw Error(fmt::format("mpify::in_ddp: the rendezvous at {} is still that of another in_ddp call "
                                         "(call {} there, {} here) after {} ms: does every machine make the same "
                                         "in_ddp calls?",

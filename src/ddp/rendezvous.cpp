@@ -1,5 +1,7 @@
 #include "ddp/rendezvous.hpp"
 
+#include "common/clock.hpp"
+
 #include <mpify/error.hpp>
 #include <mpify/interrupt.hpp>
 
@@ -84,12 +86,11 @@ std::vector<std::string> post_and_wait(store::Client& store, const DdpSettings& 
                                        const std::string& value, const char* failure) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < s.world_size; ++rank) keys.push_back(key(phase, rank));
-    const auto started = std::chrono::steady_clock::now();
+    const auto started = Clock::now();
     try {
         return store.exchange(key(phase, s.rank), value, keys, s.timeout);
     } catch (const std::exception& e) {
-        const auto waited =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
         const std::string when = waited < s.timeout ? fmt::format("after {} ms: {}", waited.count(), first_line_of(e))
                                                     : fmt::format("within {} ms", s.timeout.count());
         const Missing missing = missing_ranks(store, s, phase);

@@ -1,5 +1,6 @@
 #include "forensics/collective_record.hpp"
 
+#include "common/clock.hpp"
 #include "common/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -71,12 +72,6 @@ constexpr std::int32_t most_ranks = 1'000'000;
 constexpr std::uint64_t most_bytes = std::uint64_t(1) << 50;
 
 }  // namespace
-
-std::int64_t monotonic_ns() noexcept {
-    timespec now{};
-    ::clock_gettime(CLOCK_MONOTONIC, &now);
-    return std::int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
 
 void open_collective_record(int rank, int world_size) noexcept {
     // MPIFY_COLLECTIVE_RECORD=0: no record (and no mismatch found between ranks' calls).

@@ -63,7 +63,4 @@ std::vector<CollectiveCall> recorded_calls_in(const CollectiveRecordMemory& reco
 /// empty when it has none, or no group open, or it is not plausible (`ignored_because`).
 std::vector<CollectiveCall> read_collective_record(pid_t pid, std::string* ignored_because = nullptr);
 
-/// CLOCK_MONOTONIC in nanoseconds.
-std::int64_t monotonic_ns() noexcept;
-
 MPIFY_END_DETAIL_NAMESPACE

@@ -206,4 +206,20 @@ std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, s
     return stacks;
 }
 
+std::string worker_stack_dump(pid_t pid, bool ended, std::chrono::milliseconds limit, std::size_t most_bytes) {
+    DumpedProcess dumped;
+    dumped.pid = pid;
+    if (ended) {
+        dumped.error = "not read: it had ended";
+    } else {
+        RankStack stack = collect_stacks({{-1, {}, pid, 0, {}, nullptr}}, limit).front();
+        dumped.threads = std::move(stack.threads);
+        dumped.collectives = std::move(stack.collectives);
+        dumped.error = std::move(stack.unavailable);
+    }
+    std::string dump = format_stack_dump({dumped});
+    if (dump.size() > most_bytes) dump.resize(most_bytes);  // the rank's own thread comes first
+    return dump;
+}
+
 MPIFY_END_DETAIL_NAMESPACE

@@ -41,4 +41,9 @@ RankStack stack_from(const StackTarget& target, const CommandOutput& output);
 /// child, which it allows to trace it meanwhile.
 std::vector<RankStack> collect_stacks(const std::vector<StackTarget>& targets, std::chrono::milliseconds limit);
 
+/// A remote rank's agent's answer to where its worker `pid` is (read here, within
+/// `limit`; `ended`: not read, the worker had ended), as a stack dump of at most
+/// `most_bytes` (stack_dump_format.hpp), which the caller reads with stack_from.
+std::string worker_stack_dump(pid_t pid, bool ended, std::chrono::milliseconds limit, std::size_t most_bytes);
+
 MPIFY_END_DETAIL_NAMESPACE

@@ -13,6 +13,7 @@
 // while its threads are held, only its record is printed (a few KiB, which the pipe
 // holds unread), at once, so that a reader killed at the caller's deadline has given the
 // record at least; the stacks follow once the threads are let go.
+#include "common/clock.hpp"
 #include "common/demangle.hpp"
 #include "forensics/collective_record.hpp"
 #include "forensics/stack_dump_format.hpp"
@@ -45,9 +46,9 @@ namespace {
 constexpr int max_frames = 64;
 
 // --within: when unwinding stops, whatever is left.
-std::optional<std::chrono::steady_clock::time_point> deadline;
+std::optional<Clock::time_point> deadline;
 
-bool out_of_time() { return deadline && std::chrono::steady_clock::now() >= *deadline; }
+bool out_of_time() { return deadline && Clock::now() >= *deadline; }
 
 std::set<pid_t> threads_of(pid_t pid) {
     std::set<pid_t> tids;
@@ -266,7 +267,7 @@ DumpedProcess dump(pid_t pid) {
 int main(int argc, char** argv) {
     int first_pid = 1;
     if (argc > 2 && std::strcmp(argv[1], "--within") == 0) {
-        deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::atol(argv[2]));
+        deadline = Clock::now() + std::chrono::milliseconds(std::atol(argv[2]));
         first_pid = 3;
     }
     if (argc <= first_pid) {

@@ -1,5 +1,6 @@
 #include "load_source/startup_trial.hpp"
 
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 #include "spawn/worker_host.hpp"
 
@@ -55,11 +56,10 @@ Trial run_trial(const std::string& library) {
     const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 
     Trial trial;
-    const auto deadline = std::chrono::steady_clock::now() + startup_limit;
+    const auto deadline = Clock::now() + startup_limit;
     bool output_open = true;
     while (output_open || !trial.finished) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) break;
         pollfd fds[2] = {{output_open ? output.read_end.get() : -1, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
         if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;

@@ -1,6 +1,7 @@
 #pragma once
 // A worker process as the caller sees it: what it is started with (LaunchSpec, whichever
 // spawner starts it) and the handle on it once it runs (ChildProcess).
+#include "common/clock.hpp"
 #include "common/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -32,7 +33,7 @@ struct LaunchSpec {
     bool own_process_group = false;
     /// When the call gives up (its timeout): a warm template's answer is awaited until
     /// then at most. None: no timeout.
-    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::optional<Clock::time_point> deadline;
 };
 
 /// A running child of this process.

@@ -12,6 +12,7 @@
 #include "spawn/command_output.hpp"
 #include "spawn/exec_spawner.hpp"
 #include "spawn/launcher_process.hpp"
+#include "spawn/launchers/launcher.hpp"
 #include "spawn/library_shipping.hpp"
 #include "spawn/node_templates.hpp"
 #include "spawn/worker_host.hpp"
@@ -37,44 +38,6 @@ namespace {
 // How long launchers have to end by themselves once the call is over, before SIGTERM.
 constexpr std::chrono::milliseconds launcher_farewell{1000};
 
-// The template with %H, %C and %% replaced. Throws UsageError on any other %.
-std::string filled_template(const std::string& pattern, const std::string& host, const std::string& command) {
-    std::string out;
-    for (std::size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] != '%') {
-            out += pattern[i];
-            continue;
-        }
-        const std::string next = pattern.substr(i + 1, 1);  // "" at the end
-        if (next == "H") out += shell_quoted(host);
-        else if (next == "C") out += command;
-        else if (next == "%") out += '%';
-        else
-            throw UsageError(fmt::format("mpify: Placement::command '{}' has '%{}'; it may hold %H (the host), %C "
-                                         "(the agent's command) and %% (a %)",
-                                         pattern, next));
-        ++i;
-    }
-    return out;
-}
-
-void check_placement(const Placement& placement, std::size_t remote_ranks) {
-    if (placement.launcher != Placement::Launcher::command)
-        throw UsageError("mpify: Options::placement names a launcher this version does not know");
-    if (placement.command.find("%C") == std::string::npos)
-        throw UsageError(fmt::format("mpify: Placement::command '{}' has no %C: the agent's command must go in it",
-                                     placement.command));
-    if (placement.ranks_per_host < 1)
-        throw UsageError(fmt::format("mpify: Placement::ranks_per_host is {}; it must be at least 1",
-                                     placement.ranks_per_host));
-    const auto per_host = static_cast<std::size_t>(placement.ranks_per_host);
-    const std::size_t hosts_needed = (remote_ranks + per_host - 1) / per_host;
-    if (placement.hosts.size() < hosts_needed)
-        throw UsageError(fmt::format("mpify: {} ranks run on other machines, {} per host, so Placement::hosts needs {} "
-                                     "hosts; it has {}",
-                                     remote_ranks, placement.ranks_per_host, hosts_needed, placement.hosts.size()));
-}
-
 }  // namespace
 
 // How a rank's agent was started: by a launcher of its own, or by its host's node template.
@@ -94,11 +57,10 @@ struct RemoteRanks::Rank {
     std::string start_failure;  // why asking its agent to start the worker failed
 };
 
-RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
+RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<PlacedRank>& ranks, int world_size,
                          std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt,
                          const std::map<std::string, std::string>& call_variables)
     : secret_(CallSecret::fresh()) {
-    check_placement(placement, ranks.size());
     started_at_ = Clock::now();
     listener_.emplace(address_toward_hosts(placement.caller_address, placement.hosts), placement.port);
     endpoint_ = fmt::format("tcp:{}:{}", listener_->address(), listener_->port());
@@ -114,8 +76,7 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<int>& ran
     }
     const Clock::time_point deadline = sooner(call_deadline, Clock::now() + placement.start_timeout).value();
     try {
-        for (std::size_t i = 0; i < ranks.size(); ++i)
-            launch(placement, ranks[i], placement.hosts[i / static_cast<std::size_t>(placement.ranks_per_host)]);
+        for (const PlacedRank& placed : ranks) launch(placement, placed.rank, placed.host);
         debug_line(fmt::format("remote ranks: {} launchers started {}", ranks.size(), since_start()));
         admit(world_size, deadline, interrupt);
         debug_line(fmt::format("remote ranks: every agent connected back and proved the secret {}", since_start()));
@@ -133,7 +94,7 @@ void RemoteRanks::launch(const Placement& placement, int rank, const std::string
     launched->rank = rank;
     launched->host = host;
     if (!node_template_program_.empty()) {
-        launched->node_command = filled_template(placement.command, host, node_template_program_);
+        launched->node_command = launch_command(placement, host, node_template_program_);
         ask_node_template(*launched);
         launched_.push_back(std::move(launched));
         return;
@@ -141,7 +102,7 @@ void RemoteRanks::launch(const Placement& placement, int rank, const std::string
     const std::string agent =
         fmt::format("env {} {} {}", shell_quoted(fmt::format("{}={}", connect_env_var, endpoint_)),
                     shell_quoted(fmt::format("{}={}", connect_rank_env_var, rank)), shell_quoted(worker_program_));
-    const std::string command = filled_template(placement.command, host, agent);
+    const std::string command = launch_command(placement, host, agent);
     debug_line(fmt::format("rank {} on {}: launcher: {}", rank, host, command));
     Pipe secret_in = make_pipe();
     launched->own = start_launcher(command, secret_in.read_end.get());

@@ -11,6 +11,7 @@
 #include "common/clock.hpp"
 #include "common/secret_handshake.hpp"
 #include "spawn/connect_back_listener.hpp"
+#include "spawn/launchers/launcher.hpp"
 #include "spawn/start_worker.hpp"
 
 #include <mpify/options.hpp>
@@ -35,13 +36,13 @@ struct InterruptSignal {
 
 class RemoteRanks {
 public:
-    /// Starts an agent for each of `ranks` (the call's ranks placed remotely, in order)
-    /// through `placement`'s launcher and waits until each has connected back and said
+    /// Starts an agent for each of `ranks` (the call's ranks placed remotely, in order, by
+    /// placed_ranks) through the resolved `placement`'s launcher and waits until each has connected back and said
     /// hello, or `deadline` (the sooner of the call's and Placement::start_timeout).
-    /// Throws UsageError for a placement that cannot work, SpawnError naming the launcher's
+    /// Throws UsageError for a template that cannot work, SpawnError naming the launcher's
     /// command and its last lines when one ends first or a rank does not come in time
     /// (and the refused connections, if any), Interrupted when `interrupt` comes first.
-    RemoteRanks(const Placement& placement, const std::vector<int>& ranks, int world_size,
+    RemoteRanks(const Placement& placement, const std::vector<PlacedRank>& ranks, int world_size,
                 std::optional<Clock::time_point> call_deadline, InterruptSignal interrupt,
                 const std::map<std::string, std::string>& call_variables);
     ~RemoteRanks();

@@ -1,5 +1,6 @@
 #include "spawn/start_worker.hpp"
 
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 #include "spawn/exec_spawner.hpp"
 #include "spawn/template_pool.hpp"
@@ -27,8 +28,7 @@ Spawner effective_spawner(Spawner requested) {
 }
 
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
-                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                           int stdin_fd) {
+                           int shared_args_fd, std::optional<Clock::time_point> deadline, int stdin_fd) {
     const SpawnFunction spawn = [&](const LaunchSpec& spec) {
         return spawner == Spawner::exec ? spawn_by_exec(spec) : spawn_from_template(host, spec);
     };
@@ -37,7 +37,7 @@ StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay,
 
 StartedWorker start_worker_with(const SpawnFunction& spawn, const WorkerHost& host, Relay relay,
                                 std::vector<std::string> env, int shared_args_fd,
-                                std::optional<std::chrono::steady_clock::time_point> deadline, int stdin_fd) {
+                                std::optional<Clock::time_point> deadline, int stdin_fd) {
     StartedWorker started;
     // The child's ends: they close when this function returns, once the worker holds them.
     UniqueFd child_channel, child_out, child_err, devnull;

@@ -3,6 +3,7 @@
 // forked from the warm template of its program or exec'd (see Spawner in options.hpp).
 // Whenever the template cannot, the worker is exec'd instead and the reason is logged
 // once to stderr.
+#include "common/clock.hpp"
 #include "spawn/child_process.hpp"
 #include "spawn/worker_host.hpp"
 
@@ -34,8 +35,7 @@ struct StartedWorker {
 /// as its fd 0; a warm template's answer is awaited until `deadline` at most (the call's
 /// timeout). Throws SpawnError.
 StartedWorker start_worker(Spawner spawner, const WorkerHost& host, Relay relay, std::vector<std::string> env,
-                           int shared_args_fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                           int stdin_fd = -1);
+                           int shared_args_fd, std::optional<Clock::time_point> deadline, int stdin_fd = -1);
 
 /// Makes a process from a worker's LaunchSpec: its fds, environment and program.
 using SpawnFunction = std::function<ChildProcess(const LaunchSpec&)>;
@@ -44,6 +44,6 @@ using SpawnFunction = std::function<ChildProcess(const LaunchSpec&)>;
 /// agent), which throws what it throws.
 StartedWorker start_worker_with(const SpawnFunction& spawn, const WorkerHost& host, Relay relay,
                                 std::vector<std::string> env, int shared_args_fd,
-                                std::optional<std::chrono::steady_clock::time_point> deadline, int stdin_fd = -1);
+                                std::optional<Clock::time_point> deadline, int stdin_fd = -1);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -1,5 +1,6 @@
 #include "spawn/template_client.hpp"
 
+#include "common/clock.hpp"
 #include "common/poll_set.hpp"
 #include "common/posix.hpp"
 #include "contract/process_contract.hpp"
@@ -32,7 +33,7 @@ using Kind = TemplateUnavailable::Kind;
 }  // namespace
 
 WarmTemplate::WarmTemplate(const WorkerHost& host, std::vector<std::string> env,
-                           std::optional<std::chrono::steady_clock::time_point> deadline) {
+                           std::optional<Clock::time_point> deadline) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
         throw TemplateUnavailable(Kind::this_call, fmt::format("socketpair: {}", std::strerror(errno)));
@@ -94,8 +95,8 @@ bool WarmTemplate::alive() const {
 }
 
 TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::seconds limit,
-                                        std::optional<std::chrono::steady_clock::time_point> call_deadline) {
-    const auto started = std::chrono::steady_clock::now();
+                                        std::optional<Clock::time_point> call_deadline) {
+    const auto started = Clock::now();
     const auto deadline = std::min(started + limit, call_deadline.value_or(started + limit));
     PollSet fds;
     fds.add(control_.get(), POLLIN);
@@ -106,9 +107,9 @@ TemplateReply WarmTemplate::await_reply(const char* waiting_for, std::chrono::se
             ready = fds.wait(deadline);
         } catch (const std::system_error&) {  // cannot wait on it: as good as gone
         }
-        if (ready == 0 && std::chrono::steady_clock::now() < deadline) continue;  // a signal woke it
+        if (ready == 0 && Clock::now() < deadline) continue;  // a signal woke it
         if (ready == 0) {
-            const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            const double waited = std::chrono::duration<double>(Clock::now() - started).count();
             throw TemplateUnavailable(
                 Kind::silent,
                 fmt::format("the warm template (pid {}) did not answer within {:.1f} s, waiting for it {} "

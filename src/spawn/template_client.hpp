@@ -1,6 +1,7 @@
 #pragma once
 // The caller's handle on one warm template process (worker/template_server.hpp is the other side):
 // starts it by exec, asks it to fork workers, and stops it.
+#include "common/clock.hpp"
 #include "common/unique_fd.hpp"
 #include "contract/template_protocol.hpp"
 #include "spawn/child_process.hpp"
@@ -39,8 +40,7 @@ public:
     /// Starts the template of `host` by exec with environment `env`, and waits until it
     /// is ready, until `deadline` at most. Throws TemplateUnavailable (or SpawnError when
     /// exec itself fails).
-    WarmTemplate(const WorkerHost& host, std::vector<std::string> env,
-                 std::optional<std::chrono::steady_clock::time_point> deadline);
+    WarmTemplate(const WorkerHost& host, std::vector<std::string> env, std::optional<Clock::time_point> deadline);
     /// Closes the control socket and reaps the template (killing it if need be).
     ~WarmTemplate();
     WarmTemplate(const WarmTemplate&) = delete;
@@ -68,7 +68,7 @@ private:
     /// The template's next reply, awaited for `limit` and until `deadline` at most;
     /// throws TemplateUnavailable: `gone` if it dies first, `silent` if it says nothing.
     TemplateReply await_reply(const char* waiting_for, std::chrono::seconds limit,
-                              std::optional<std::chrono::steady_clock::time_point> deadline);
+                              std::optional<Clock::time_point> deadline);
     /// Closes the socket, kills and reaps the template.
     void stop() noexcept;
     ChildProcess process_;

@@ -1,5 +1,6 @@
 #include "spawn/template_pool.hpp"
 
+#include "common/clock.hpp"
 #include "common/load_time_environment.hpp"
 #include "contract/process_contract.hpp"
 #include "spawn/exec_spawner.hpp"
@@ -94,7 +95,7 @@ ChildProcess spawn_from_template(const WorkerHost& host, const LaunchSpec& spec)
             slot.process.reset();  // kills it
             if (e.kind() == Kind::silent) {
                 // The call's time is up: that is the call's error, and it names the template.
-                if (spec.deadline && std::chrono::steady_clock::now() >= *spec.deadline)
+                if (spec.deadline && Clock::now() >= *spec.deadline)
                     throw SpawnError(fmt::format("mpify: cannot start a worker within the call's timeout: {}; the next "
                                                  "call starts a new template",
                                                  e.what()));

@@ -6,7 +6,6 @@
 #include "contract/process_contract.hpp"
 #include "contract/remote_link.hpp"
 #include "forensics/stack_collector.hpp"
-#include "forensics/stack_dump_format.hpp"
 #include "contract/template_protocol.hpp"
 #include "spawn/start_worker.hpp"
 #include "spawn/template_client.hpp"
@@ -136,20 +135,8 @@ private:
     // Reads where the worker is, here, within a part of the caller's limit (the rest is
     // for the way back), and sends it as a stack dump. The relay waits meanwhile.
     void answer_where() {
-        DumpedProcess dumped;
-        dumped.pid = worker_.process.pid;
-        if (reaped_) {
-            dumped.error = "not read: it had ended";
-        } else {
-            RankStack stack =
-                collect_stacks({{-1, {}, worker_.process.pid, 0, {}, nullptr}}, agent_stack_limit).front();
-            dumped.threads = std::move(stack.threads);
-            dumped.collectives = std::move(stack.collectives);
-            dumped.error = std::move(stack.unavailable);
-        }
-        std::string dump = format_stack_dump({dumped});
-        if (dump.size() > max_link_payload) dump.resize(max_link_payload);  // the rank's own thread comes first
-        to_link_.push(LinkType::stacks, dump);
+        to_link_.push(LinkType::stacks,
+                      worker_stack_dump(worker_.process.pid, reaped_, agent_stack_limit, max_link_payload));
         heartbeat_.heard(Clock::now());  // the caller's beats waited in the socket meanwhile
     }
 

@@ -1,5 +1,6 @@
 #include "worker/serve.hpp"
 
+#include "common/clock.hpp"
 #include "common/demangle.hpp"
 #include "common/object_locator.hpp"
 #include "contract/process_contract.hpp"
@@ -75,11 +76,6 @@ void check_call_version(const std::string& caller_version) {
         "one version of mpify: rebuild the program against one installation, or set MPIFY_WORKER_PROGRAM to the "
         "mpify-worker of the caller's",
         caller_version, MPIFY_VERSION_STRING, libmpify_path()));
-}
-
-std::int64_t monotonic_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
 }
 
 // The failure report goes out where fn threw, inside its context: the context's

@@ -1,6 +1,6 @@
 // libFuzzer target: Slurm host lists from the environment. Either a list of non-empty
 // host names within the limit, or a UsageError.
-#include "common/hostlist.hpp"
+#include "spawn/launchers/slurm_hostlist.hpp"
 
 #include <mpify/error.hpp>
 

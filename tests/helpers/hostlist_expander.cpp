@@ -1,7 +1,7 @@
 // Prints the hosts of a Slurm host list, one per line, as mpify expands it (the
 // launchers test compares them with `scontrol show hostnames`).
 //   mpify_test_hostlist 'gpu[01-04,7],cpu-a[1-2]'
-#include "common/hostlist.hpp"
+#include "spawn/launchers/slurm_hostlist.hpp"
 
 #include <exception>
 #include <iostream>

@@ -1,6 +1,6 @@
 // A machine's place in a group across machines, from its launcher's environment, and
 // Slurm's host lists.
-#include "common/hostlist.hpp"
+#include "spawn/launchers/slurm_hostlist.hpp"
 
 #include <mpify/ddp_guard.hpp>
 #include <mpify/error.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 // With MPIFY_DEBUG: "rank R: <what> after N ms" from the start of a group's forming, so a
 // slow start shows which round it waited in.
+#include "common/clock.hpp"
 #include "common/debug_log.hpp"
 
 #include <chrono>
@@ -18,14 +19,14 @@ public:
     /// Notes that forming reached `what` (with MPIFY_DEBUG; else nothing).
     void reached(const std::string& what) const {
         if (!debug_wanted()) return;
-        const auto elapsed = std::chrono::steady_clock::now() - start_;
+        const auto elapsed = Clock::now() - start_;
         debug_line(fmt::format("rank {}: {} after {:.1f} ms", rank_, what,
                                std::chrono::duration<double, std::milli>(elapsed).count()));
     }
 
 private:
     int rank_;
-    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    Clock::time_point start_ = Clock::now();
 };
 
 MPIFY_END_DETAIL_NAMESPACE

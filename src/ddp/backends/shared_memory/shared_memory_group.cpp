@@ -1,5 +1,6 @@
 #include "ddp/backends/shared_memory/shared_memory_group.hpp"
 
+#include "common/clock.hpp"
 #include "common/signal_free_thread.hpp"
 #include "ddp/future_end.hpp"
 
@@ -178,14 +179,13 @@ void SharedMemoryGroup::run_collectives() {
     }
 }
 
-c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(
-    c10d::OpType type, std::vector<at::Tensor> outputs,
-    std::function<void(std::chrono::steady_clock::time_point)> collective) {
+c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                          std::function<void(Clock::time_point)> collective) {
     auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
     std::function<void()> queued = [this, future, outputs = std::move(outputs),
                                     collective = std::move(collective)]() mutable {
         try {
-            collective(std::chrono::steady_clock::now() + timeout_);
+            collective(Clock::now() + timeout_);
             future->markCompleted(c10::IValue(outputs));
         } catch (...) {
             segment_.fail();  // the peers stop waiting for this rank
@@ -200,8 +200,8 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(
     return c10::make_intrusive<SharedMemoryWork>(getRank(), type, future);
 }
 
-void SharedMemoryGroup::meet(const SegmentCall& call, bool first, std::uint64_t sequence,
-                             std::chrono::steady_clock::time_point deadline, const std::string& what) {
+void SharedMemoryGroup::meet(const SegmentCall& call, bool first, std::uint64_t sequence, Clock::time_point deadline,
+                             const std::string& what) {
     if (!first) return segment_.barrier(deadline, what);
     segment_.call(sequence, getRank()) = call;
     segment_.barrier(deadline, what);
@@ -216,7 +216,7 @@ void SharedMemoryGroup::meet(const SegmentCall& call, bool first, std::uint64_t 
 }
 
 void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std::uint64_t sequence,
-                                      std::chrono::steady_clock::time_point deadline) {
+                                      Clock::time_point deadline) {
     Contiguous data(tensor);
     const std::string what = "allreduce";
     SegmentCall call;
@@ -263,7 +263,7 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
 }
 
 void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_t sequence,
-                                      std::chrono::steady_clock::time_point deadline) {
+                                      Clock::time_point deadline) {
     Contiguous data(tensor);
     const std::string what = fmt::format("broadcast from rank {}", root);
     SegmentCall call;
@@ -285,7 +285,7 @@ void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_
 }
 
 void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input, std::uint64_t sequence,
-                                      std::chrono::steady_clock::time_point deadline) {
+                                      Clock::time_point deadline) {
     const at::Tensor source = input.contiguous();
     const std::string what = "allgather";
     SegmentCall call;

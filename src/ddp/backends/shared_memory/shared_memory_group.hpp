@@ -19,6 +19,7 @@
 // Work whose future completes when it has ended (DDP starts a bucket's all-reduce and
 // goes on with backward). A rank that ends or gives up during a collective fails it on
 // every rank within ~20 ms, and every collective after it.
+#include "common/clock.hpp"
 #include "compat/torch_compat.hpp"
 #include "ddp/backends/shared_memory/shared_segment.hpp"
 
@@ -97,16 +98,14 @@ private:
     /// Queues `collective` (run on the group's thread with the deadline it must meet) and
     /// returns its Work; `outputs` are the future's value.
     c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                           std::function<void(std::chrono::steady_clock::time_point)> collective);
+                                           std::function<void(Clock::time_point)> collective);
     void run_collectives();
     C10dBackend& fallback();
 
-    void run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std::uint64_t sequence,
-                       std::chrono::steady_clock::time_point deadline);
-    void run_broadcast(at::Tensor& tensor, int root, std::uint64_t sequence,
-                       std::chrono::steady_clock::time_point deadline);
+    void run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std::uint64_t sequence, Clock::time_point deadline);
+    void run_broadcast(at::Tensor& tensor, int root, std::uint64_t sequence, Clock::time_point deadline);
     void run_allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input, std::uint64_t sequence,
-                       std::chrono::steady_clock::time_point deadline);
+                       Clock::time_point deadline);
     /// Meets the other ranks at the barrier. At the `first` meeting of a collective it
     /// also writes this rank's call before, and throws Error on every rank after when
     /// they did not all make the same call.
@@ -114,8 +113,8 @@ private:
     /// A rank may write its own slot before the first meeting: after a collective's last
     /// barrier no rank reads any rank's slot, only the results' slot (the end of an
     /// allreduce), which nobody writes before a meeting.
-    void meet(const SegmentCall& call, bool first, std::uint64_t sequence,
-              std::chrono::steady_clock::time_point deadline, const std::string& what);
+    void meet(const SegmentCall& call, bool first, std::uint64_t sequence, Clock::time_point deadline,
+              const std::string& what);
 
     SharedSegment segment_;
     std::chrono::milliseconds timeout_;

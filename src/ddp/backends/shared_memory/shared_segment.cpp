@@ -1,5 +1,6 @@
 #include "ddp/backends/shared_memory/shared_segment.hpp"
 
+#include "common/clock.hpp"
 #include "common/posix.hpp"
 
 #include <mpify/error.hpp>
@@ -219,7 +220,7 @@ void SharedSegment::check_not_failed(const std::string& what) const {
                             what, failed));
 }
 
-void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, const std::string& what) {
+void SharedSegment::barrier(Clock::time_point deadline, const std::string& what) {
     Header& h = header();
     check_not_failed(what);
     const std::uint32_t generation = h.generation.load(std::memory_order_acquire);
@@ -232,14 +233,14 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
         if (h.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(h.generation);
         return;
     }
-    const auto stop_spinning = std::chrono::steady_clock::now() + spin_for_;
+    const auto stop_spinning = Clock::now() + spin_for_;
     for (int spin = 0;; ++spin) {
         if (h.generation.load(std::memory_order_acquire) != generation) return;
         cpu_relax();
-        if (spin >= spins_before_sleeping && spin % 64 == 0 && std::chrono::steady_clock::now() >= stop_spinning) break;
+        if (spin >= spins_before_sleeping && spin % 64 == 0 && Clock::now() >= stop_spinning) break;
     }
     while (h.generation.load(std::memory_order_acquire) == generation) {
-        const auto now = std::chrono::steady_clock::now();
+        const auto now = Clock::now();
         h.sleepers.fetch_add(1, std::memory_order_seq_cst);
         if (h.generation.load(std::memory_order_seq_cst) == generation)
             futex_wait(h.generation, generation,
@@ -255,7 +256,7 @@ void SharedSegment::barrier(std::chrono::steady_clock::time_point deadline, cons
             fail_with(fmt::format("{}: rank {} (pid {}) ended while this rank waited for it", what, ended,
                                   peers_[static_cast<std::size_t>(ended)].pid));
         }
-        if (std::chrono::steady_clock::now() >= deadline)
+        if (Clock::now() >= deadline)
             fail_with(fmt::format("{}: the other ranks did not all arrive within the group's timeout", what));
     }
 }

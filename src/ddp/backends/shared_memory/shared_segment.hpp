@@ -12,6 +12,7 @@
 // peer that ended (its pidfd became readable), a peer that gave up (it marked the
 // segment failed), or the collective's deadline ends the wait with an Error that says
 // which. Once failed, the segment stays failed: every later collective fails at once.
+#include "common/clock.hpp"
 #include "common/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -69,7 +70,7 @@ public:
 
     /// Waits until every rank has reached this barrier as often as this one. Throws Error
     /// (saying `what` was under way) when a peer ended or failed, or at `deadline`.
-    void barrier(std::chrono::steady_clock::time_point deadline, const std::string& what);
+    void barrier(Clock::time_point deadline, const std::string& what);
     /// Marks the segment failed by this rank and wakes every waiting peer. Idempotent.
     void fail() noexcept;
     /// Throws Error when a rank has failed the segment.

@@ -1,15 +1,17 @@
-// Placement's launchers turned into what a call runs, a command template and its hosts:
-// Slurm's becomes the srun command, the nodes of the allocation and the caller's address
-// toward them (asked of Slurm at a named job's first call, and again after a call on it
-// failed; never polled); mpirun's, its command on the hosts given.
+// Slurm: srun starts each remote rank's agent as a step of an allocation (the caller's
+// own, or a named job's) on its nodes, and a program srun started reads its place from
+// SLURM_NODEID, SLURM_NNODES and the step's node list. A named job's nodes and the
+// caller's address toward them are asked of Slurm at its first call, and again after a
+// call on it failed; never polled.
 #include "common/debug_log.hpp"
 #include "common/endpoint.hpp"
-#include "common/hostlist.hpp"
 #include "common/shell_quoted.hpp"
+#include "spawn/launchers/each_launcher.hpp"
+#include "spawn/launchers/launcher_variables.hpp"
+#include "spawn/launchers/slurm_hostlist.hpp"
 #include "spawn/command_output.hpp"
 
 #include <mpify/error.hpp>
-#include <mpify/placement.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,13 +29,6 @@ std::string trimmed(const std::string& text) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return "";
     return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-// A placement template takes %H, %C and %%: a literal % of the user's must be doubled.
-std::string template_literal(const std::string& text) {
-    std::string out;
-    for (char c : text) out += c == '%' ? std::string("%%") : std::string(1, c);
-    return out;
 }
 
 // The job Placement::slurm names, else this process's own (SLURM_JOB_ID); "" if neither.
@@ -134,21 +129,9 @@ std::string caller_address_toward(const std::string& node) {
     return toward;
 }
 
-// The extra options, as words the template keeps (a % doubled), and a space after them.
-std::string options_words(const Placement& placement) {
-    return placement.launcher_options.empty() ? "" : template_literal(placement.launcher_options) + " ";
-}
-
 }  // namespace
 
-Placement resolve_placement(const Placement& placement, int remote_ranks) {
-    if (placement.launcher == Placement::Launcher::mpirun) {
-        Placement resolved = placement;
-        resolved.command = "mpirun --host %H -np 1 " + options_words(placement) + "%C";
-        resolved.launcher = Placement::Launcher::command;
-        return resolved;
-    }
-    if (placement.launcher != Placement::Launcher::slurm) return placement;
+Placement resolve_slurm(const Placement& placement, int remote_ranks) {
     Placement resolved = placement;
     const std::string job = allocation_of(placement, remote_ranks);
     if (resolved.hosts.empty()) resolved.hosts = nodes_of(job);
@@ -159,17 +142,51 @@ Placement resolve_placement(const Placement& placement, int remote_ranks) {
     // srun passes its stdin (the secret) to the step's one task.
     resolved.command = fmt::format("srun --jobid={} --overlap --nodes=1 --ntasks=1 --nodelist=%H --kill-on-bad-exit=1 "
                                    "--quiet {}%C",
-                                   job, options_words(placement));
+                                   job, template_words(placement.launcher_options));
     resolved.launcher = Placement::Launcher::command;
     return resolved;
 }
 
 void forget_slurm_answers(const Placement& placement) noexcept {
-    if (placement.launcher != Placement::Launcher::slurm) return;
     SlurmAnswers& known = slurm_answers();
     const std::lock_guard<std::mutex> lock(known.lock);
     known.nodes_of_job.erase(job_of(placement));
     known.address_of_node.clear();
+}
+
+std::optional<LaunchedPlace> slurm_place() {
+    if (!present("SLURM_NNODES") && !present("SLURM_NODEID")) return std::nullopt;
+    const char* launcher = "Slurm";
+    const int nodes = required("SLURM_NNODES", "SLURM_NODEID", "is this srun broken?");
+    LaunchedPlace place =
+        place_of_node(required("SLURM_NODEID", "SLURM_NNODES", "start the program with srun (one task per node)"),
+                      nodes, "SLURM_NODEID", "SLURM_NNODES");
+    // A batch script has these variables too (as node 0), but it runs once, not per node.
+    if (nodes > 1 && !present("SLURM_STEP_ID"))
+        throw UsageError(fmt::format("mpify::DdpOptions::from_environment: SLURM_NNODES={} but SLURM_STEP_ID is "
+                                     "not set: this is the job's batch script, which runs on the first node only; "
+                                     "start the program on every node with srun --ntasks-per-node=1",
+                                     nodes));
+    if (present("SLURM_NTASKS") && count("SLURM_NTASKS", launcher) != nodes)
+        throw UsageError(fmt::format(
+            "mpify::DdpOptions::from_environment: Slurm started {} tasks on {} nodes; mpify wants one task per "
+            "node (srun --ntasks-per-node=1), which then runs its n local ranks",
+            count("SLURM_NTASKS", launcher), nodes));
+    if (auto addr = variable("MASTER_ADDR")) {
+        place.addr = *addr;
+    } else {
+        const auto list = present("SLURM_STEP_NODELIST") ? variable("SLURM_STEP_NODELIST")
+                                                         : variable("SLURM_JOB_NODELIST");
+        if (!list)
+            throw UsageError("mpify::DdpOptions::from_environment: under Slurm, neither MASTER_ADDR nor "
+                             "SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set; set MASTER_ADDR");
+        place.addr = expand_hostlist(*list).front();
+    }
+    int fallback_port = torchrun_default_port;
+    if (present("SLURM_JOB_ID"))
+        fallback_port = 20000 + static_cast<int>(number("SLURM_JOB_ID", launcher, 1LL << 62) % 20000);
+    place.port = port_from(launcher, fallback_port);
+    return place;
 }
 
 MPIFY_END_DETAIL_NAMESPACE

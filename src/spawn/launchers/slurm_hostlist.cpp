@@ -1,4 +1,4 @@
-#include "common/hostlist.hpp"
+#include "spawn/launchers/slurm_hostlist.hpp"
 
 #include <mpify/error.hpp>
 

@@ -1,4 +1,4 @@
-#include "ddp/call_agreement.hpp"
+#include "forensics/call_agreement.hpp"
 
 #include "forensics/collective_record.hpp"
 #include "forensics/stack_dump_format.hpp"
@@ -21,29 +21,30 @@ std::string published(std::vector<CollectiveCall> calls) {
     return format_stack_dump({process});
 }
 
-std::vector<CollectiveCall> parse_published(const std::vector<std::uint8_t>& bytes) {
-    std::vector<DumpedProcess> processes = parse_stack_dump(std::string(bytes.begin(), bytes.end()));
+std::vector<CollectiveCall> parse_published(const std::string& text) {
+    std::vector<DumpedProcess> processes = parse_stack_dump(text);
     return processes.empty() ? std::vector<CollectiveCall>{} : std::move(processes.front().collectives);
 }
 
 }  // namespace
 
-std::optional<std::string> find_call_mismatch(const ProcessGroupState& group, std::uint64_t sequence) {
-    if (sequence == 0 || !group.store) return std::nullopt;
+std::optional<std::string> find_call_mismatch(const RecordExchange& exchange, std::uint64_t sequence) {
+    if (sequence == 0) return std::nullopt;
     const std::vector<CollectiveCall> mine = own_recorded_calls();
     // Once per wait: the group's record and the sequence say which.
     thread_local std::uint64_t published_generation = 0;
     thread_local std::uint64_t published_sequence = 0;
     if (published_generation != collective_record_generation() || published_sequence != sequence) {
-        const std::string text = published(mine);
-        group.store->set(key_of(group.rank), std::vector<std::uint8_t>(text.begin(), text.end()));
+        exchange.publish(key_of(exchange.rank), published(mine));
         published_generation = collective_record_generation();
         published_sequence = sequence;
     }
-    for (int peer = 0; peer < group.world_size; ++peer) {
-        if (peer == group.rank || !group.store->check({key_of(peer)})) continue;
+    for (int peer = 0; peer < exchange.world_size; ++peer) {
+        if (peer == exchange.rank) continue;
+        const std::optional<std::string> theirs_published = exchange.published(key_of(peer));
+        if (!theirs_published) continue;
         // The first call both recorded that differs: where the ranks' paths parted.
-        for (const CollectiveCall& theirs : parse_published(group.store->get(key_of(peer)))) {
+        for (const CollectiveCall& theirs : parse_published(*theirs_published)) {
             const auto same_number = std::find_if(mine.begin(), mine.end(), [&](const CollectiveCall& call) {
                 return call.sequence == theirs.sequence;
             });
@@ -52,7 +53,7 @@ std::optional<std::string> find_call_mismatch(const ProcessGroupState& group, st
                                "must make the same collective calls in the same order, with the same sizes (look "
                                "for a condition on the rank, or on data that differs between ranks, around one of "
                                "them)",
-                               theirs.sequence, group.rank, same_number->describe(), peer, theirs.describe());
+                               theirs.sequence, exchange.rank, same_number->describe(), peer, theirs.describe());
         }
     }
     return std::nullopt;
