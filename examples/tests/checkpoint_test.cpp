@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
@@ -20,11 +21,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <tuple>
 
 using namespace mpify::learner;
 using namespace mpify_examples;
+using mpify_examples::testing::checkpoint_on_every_rank;
 using mpify_examples::testing::epoch_2_in_parts;
 using mpify_examples::testing::line;
 using mpify_examples::testing::ScratchFolder;
@@ -85,6 +88,19 @@ std::string fit_and_save(LineLearner& learner, const fs::path& dir) {
     const std::string path = (dir / "good.pt").string();
     learner.learn->save(path);
     return path;
+}
+
+std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A figure of this process's memory in /proc/self/status ("VmRSS:", "VmHWM:"), in bytes.
+std::int64_t memory_figure(const std::string& key) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(key, 0) == 0) return std::stoll(line.substr(key.size())) * 1024;
+    return -1;
 }
 
 void check_same_parameters(torch::nn::Module& a, torch::nn::Module& b) {
@@ -187,12 +203,61 @@ TEST_CASE("save, load, export_model and load_model carry a model between learner
     CHECK_THROWS_WITH(loaded.learn->load((dir / "model.pt").string()), Contains("it is an export"));
 }
 
+TEST_CASE("loading a checkpoint takes at most 1.2 times the file's size in memory", "[checkpoint]") {
+    const ScratchFolder scratch("mpify_checkpoint_test", "memory");
+    const std::string path = (scratch.path() / "large.pt").string();
+    constexpr int hidden = 1 << 22;  // 3 × 4 Mi parameters: a 48 MiB file
+    {
+        LineLearner large({}, 0, 0, hidden);
+        large.learn->save(path);
+    }
+    const auto file_size = static_cast<std::int64_t>(fs::file_size(path));
+    REQUIRE(file_size > (std::int64_t(40) << 20));
+    LineLearner other({}, 1, 0, hidden);
+    // The Learner keeps the memory it frees (mallopt): given back here, the load's own
+    // allocations are what the peak counts, not pages the earlier learners left.
+    ::malloc_trim(0);
+    {
+        std::ofstream reset("/proc/self/clear_refs");  // "5": the peak (VmHWM) starts again from now
+        reset << "5";
+    }
+    const std::int64_t before = memory_figure("VmRSS:");
+    REQUIRE(memory_figure("VmHWM:") - before < (std::int64_t(4) << 20));
+    other.learn->load(path);
+    const std::int64_t taken = memory_figure("VmHWM:") - before;
+    CAPTURE(file_size, taken);
+    CHECK(static_cast<double>(taken) <= 1.2 * static_cast<double>(file_size));
+    LineLearner again({}, 0, 0, hidden);
+    check_same_parameters(*other.model, *again.model);
+}
+
+TEST_CASE("every rank loads the checkpoint rank 0 read: its own file, or rank 0's sent to it", "[checkpoint][ddp]") {
+    const ScratchFolder scratch("mpify_checkpoint_test", "ranks");
+    const fs::path& dir = scratch.path();
+    LineLearner trained({});
+    const std::string path = fit_and_save(trained, dir);
+    LineLearner other({}, 5);
+    const std::string another = (dir / "another.pt").string();
+    other.learn->save(another);
+    // The same file on every rank: each reads its own, and only what rank 0 found travels.
+    const std::vector<std::int64_t> own = mpify::in_ddp(3, checkpoint_on_every_rank, path, path);
+    CHECK(own[0] == 3);
+    CHECK(own[1] == 2);
+    // A rank whose machine lacks the file, or holds another under that name: rank 0 sends it.
+    for (const std::string& theirs : {(dir / "missing.pt").string(), another}) {
+        INFO(theirs);
+        const std::vector<std::int64_t> sent = mpify::in_ddp(3, checkpoint_on_every_rank, path, theirs);
+        CHECK(sent[0] == 3);
+        CHECK(sent[1] > 2);
+    }
+}
+
 TEST_CASE("a damaged, truncated, foreign or newer checkpoint is an error naming the file", "[checkpoint]") {
     const ScratchFolder scratch("mpify_checkpoint_test", "bad");
     const fs::path& dir = scratch.path();
     LineLearner trained({});
     const std::string good = fit_and_save(trained, dir);
-    const std::string bytes = read_file(good);
+    const std::string bytes = file_bytes(good);
 
     const std::string truncated = (dir / "truncated.pt").string();
     write_file_atomically(truncated, bytes.substr(0, bytes.size() / 2));
@@ -226,7 +291,7 @@ TEST_CASE("one flipped bit is found by the checksum, and a failed load changes n
     const ScratchFolder scratch("mpify_checkpoint_test", "flipped");
     const fs::path& dir = scratch.path();
     LineLearner trained({});
-    std::string bytes = read_file(fit_and_save(trained, dir));
+    std::string bytes = file_bytes(fit_and_save(trained, dir));
     // A bit of the last parameter's values: LibTorch's reader alone loads it as a wrong weight.
     const at::Tensor last = trained.model->parameters().back().detach().contiguous();
     const std::string value(reinterpret_cast<const char*>(last.data_ptr<float>()), sizeof(float));
@@ -298,7 +363,7 @@ TEST_CASE("a process killed while it writes a checkpoint leaves the previous one
     LineLearner trained({});
     trained.learn->fit(1, 0.05);
     trained.learn->save(path);
-    const std::string before = read_file(path);
+    const std::string before = file_bytes(path);
     const std::string larger(4 << 20, 'x');
 
     // The writer dies of SIGXFSZ after its first 64 KiB: inside its write, for real.
@@ -315,7 +380,7 @@ TEST_CASE("a process killed while it writes a checkpoint leaves the previous one
     REQUIRE(::waitpid(child, &status, 0) == child);
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGXFSZ);
-    CHECK(read_file(path) == before);
+    CHECK(file_bytes(path) == before);
     LineLearner loaded({}, 3);
     loaded.learn->load(path);
     check_same_parameters(*loaded.model, *trained.model);

@@ -2,12 +2,16 @@
 
 #include "blob_data.hpp"
 
+#include <learner/checkpoint_on_ranks.hpp>
+
 #include <mpify/learner/learner.hpp>
 
 #include <mpify/ddp.hpp>
 
 #include <torch/torch.h>
 
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -155,5 +159,25 @@ std::vector<at::Tensor> epoch_2_in_parts(std::string dir, std::int64_t stop_batc
     return {counts, torch::cat({sums, torch::tensor({train_loss}, torch::kDouble)})};
 }
 MPIFY_REGISTER(epoch_2_in_parts);
+
+std::vector<std::int64_t> checkpoint_on_every_rank(std::string path, std::string their_path) {
+    const int rank = mpify::ddp::rank();
+    const auto calls_so_far = [] {
+        const std::vector<mpify::CollectiveCall> calls = mpify::ddp::recorded_calls();
+        return calls.empty() ? std::int64_t{0} : static_cast<std::int64_t>(calls.back().sequence);
+    };
+    const std::int64_t calls_before = calls_so_far();
+    const std::optional<CheckpointBytes> bytes =
+        open_on_every_rank(rank == 0 ? path : their_path, /*missing_is_none=*/false, rank, /*in_group=*/true);
+    const std::int64_t calls = calls_so_far() - calls_before;
+    std::string got(bytes->size(), '\0');
+    got.resize(bytes->read_at(0, got.data(), got.size()));
+    std::ifstream file(path, std::ios::binary);
+    const std::string truth{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+    at::Tensor same = torch::tensor({static_cast<std::int64_t>(got == truth)}, torch::kLong);
+    mpify::ddp::all_reduce(same);
+    return {same.item<std::int64_t>(), calls};
+}
+MPIFY_REGISTER(checkpoint_on_every_rank);
 
 }  // namespace mpify_examples::testing

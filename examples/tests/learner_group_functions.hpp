@@ -48,4 +48,10 @@ std::int64_t epochs_before_early_stop();
 /// resumed, the epoch's recorded train_loss}.
 std::vector<at::Tensor> epoch_2_in_parts(std::string dir, std::int64_t stop_batch);
 
+/// A checkpoint as every rank of the group gets it to load: rank 0 opens `path`, the
+/// other ranks `their_path` (the same file, or as if their machine held another file or
+/// none). Returns {the ranks whose bytes equal `path`'s, the collective calls rank 0 made
+/// to get them there}.
+std::vector<std::int64_t> checkpoint_on_every_rank(std::string path, std::string their_path);
+
 }  // namespace mpify_examples::testing

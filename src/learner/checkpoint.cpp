@@ -131,6 +131,18 @@ at::Tensor required_tensor(torch::serialize::InputArchive& archive, const std::s
     return tensor;
 }
 
+// A byte string as a tensor of uint8 (the History in the archive), and back.
+at::Tensor bytes_as_tensor(const std::string& bytes) {
+    at::Tensor t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
+    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data_ptr<std::uint8_t>()));
+    return t;
+}
+
+std::string tensor_as_bytes(const at::Tensor& tensor) {
+    const at::Tensor c = tensor.contiguous();
+    return std::string(reinterpret_cast<const char*>(c.data_ptr<std::uint8_t>()), static_cast<std::size_t>(c.numel()));
+}
+
 // An archive whose frame, header and model were checked, its model's values read, nothing
 // loaded yet.
 struct CheckedFile {
@@ -141,18 +153,26 @@ struct CheckedFile {
 
 // Opens the archive and checks its frame, what file it is and that its model fits `model`;
 // reads the model's values without touching the model.
-CheckedFile open_checked(const std::string& path, const std::string& bytes, torch::nn::Module& model) {
-    const std::string_view payload = unframed(path, bytes);
+CheckedFile open_checked(const CheckpointBytes& bytes, torch::nn::Module& model) {
+    const std::string& path = bytes.path();
+    const PayloadSpan payload = bytes.payload();
     CheckedFile file;
     torch::serialize::InputArchive& archive = file.archive;
     try {
-        archive.load_from(payload.data(), payload.size());
+        // Read in pieces where LibTorch wants them: its records are the only copy in memory.
+        archive.load_from(
+            [bytes, payload](std::uint64_t at, void* into, std::size_t n) -> std::size_t {
+                if (at >= payload.length) return 0;
+                const std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(n, payload.length - at));
+                return bytes.read_at(payload.offset + at, static_cast<char*>(into), wanted);
+            },
+            [payload]() -> std::size_t { return static_cast<std::size_t>(payload.length); });
     } catch (const std::exception& e) {
         const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
         const std::string reason = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
-        throw bad_file(path, (bytes.empty() ? "the file is empty"
-                                            : "it is not a LibTorch archive, or it is truncated "
-                                              "or damaged") +
+        throw bad_file(path, (bytes.size() == 0 ? "the file is empty"
+                                                : "it is not a LibTorch archive, or it is truncated "
+                                                  "or damaged") +
                                  std::string(" (") + reason.substr(0, reason.find('\n')) + ")");
     }
     c10::IValue format;
@@ -185,17 +205,6 @@ void load_values(CheckedFile& file) {
 }
 
 }  // namespace
-
-at::Tensor bytes_as_tensor(const std::string& bytes) {
-    at::Tensor t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
-    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data_ptr<std::uint8_t>()));
-    return t;
-}
-
-std::string tensor_as_bytes(const at::Tensor& tensor) {
-    const at::Tensor c = tensor.contiguous();
-    return std::string(reinterpret_cast<const char*>(c.data_ptr<std::uint8_t>()), static_cast<std::size_t>(c.numel()));
-}
 
 std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                              const FitPosition& position, const History& history) {
@@ -313,11 +322,12 @@ History read_history(torch::serialize::InputArchive& archive, const std::string&
 
 }  // namespace
 
-LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
+LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module& model,
                                  torch::optim::Optimizer* optimizer, std::int64_t batch_size) {
     // Everything is read and checked first; the model, the optimizer and the random
     // generator change only when the whole file is good.
-    CheckedFile file = open_checked(path, bytes, model);
+    const std::string& path = bytes.path();
+    CheckedFile file = open_checked(bytes, model);
     torch::serialize::InputArchive& archive = file.archive;
     if (required_string(archive, path, "kind") != "checkpoint")
         throw bad_file(path, "it is an export (a model without its training state): load it with load_model");
@@ -355,8 +365,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& byt
     return loaded;
 }
 
-void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model) {
-    CheckedFile file = open_checked(path, bytes, model);
+void load_model_bytes(const CheckpointBytes& bytes, torch::nn::Module& model) {
+    CheckedFile file = open_checked(bytes, model);
     load_values(file);
 }
 

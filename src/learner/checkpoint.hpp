@@ -5,6 +5,8 @@
 // the History so far. Loading checks the header and the model's shapes before touching
 // anything, so a foreign or damaged file is an error naming the file, never a crash or a
 // silent start from scratch.
+#include "learner/checkpoint_file.hpp"
+
 #include <mpify/learner/fit_position.hpp>
 #include <mpify/learner/history.hpp>
 
@@ -42,19 +44,15 @@ struct LoadedCheckpoint {
     bool has_optimizer = false;
 };
 
-/// A byte string as a tensor of uint8 (to send it to other ranks), and back.
-at::Tensor bytes_as_tensor(const std::string& bytes);
-std::string tensor_as_bytes(const at::Tensor& tensor);
-
-/// Reads the checkpoint `bytes` (of file `path`, for messages): checks its header and
+/// Reads the checkpoint `bytes`: checks its frame, its header and
 /// the model's names and shapes, then loads the model, the optimizer (when given and
 /// saved), and the RNG state. Throws std::runtime_error naming `path` and what does not
 /// match. `batch_size` (the Learner's) counts the samples a format 1 or 2 file had done.
-LoadedCheckpoint load_checkpoint(const std::string& path, const std::string& bytes, torch::nn::Module& model,
+LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module& model,
                                  torch::optim::Optimizer* optimizer, std::int64_t batch_size);
 
 /// Loads the model of an export (or a checkpoint) in `bytes` into `model`; the same checks.
-void load_model_bytes(const std::string& path, const std::string& bytes, torch::nn::Module& model);
+void load_model_bytes(const CheckpointBytes& bytes, torch::nn::Module& model);
 
 }  // namespace learner
 MPIFY_END_NAMESPACE

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -102,40 +103,76 @@ void check_writable_folder(const std::string& folder) {
     fs::remove(fs::path(folder) / ".write-test", error);
 }
 
-std::string read_file(const std::string& path) {
+struct CheckpointBytes::Source {
+    int fd = -1;  // the file's; -1: in memory
+    std::shared_ptr<const void> owner;
+    const char* data = nullptr;
+    std::optional<PayloadSpan> payload;
+    ~Source() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+CheckpointBytes CheckpointBytes::open_file(const std::string& path) {
     const auto cannot = [&](const std::string& why) { return std::runtime_error("cannot read " + path + ": " + why); };
+    auto source = std::make_shared<Source>();
     // O_NONBLOCK: opening a FIFO without a writer returns at once (it is refused below)
     // instead of waiting for one forever.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) throw cannot(std::strerror(errno));
+    source->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (source->fd < 0) throw cannot(std::strerror(errno));
     struct stat status{};
-    if (::fstat(fd, &status) != 0) {
-        const int error = errno;
-        ::close(fd);
-        throw cannot(std::strerror(error));
-    }
-    if (!S_ISREG(status.st_mode)) {
-        ::close(fd);
+    if (::fstat(source->fd, &status) != 0) throw cannot(std::strerror(errno));
+    if (!S_ISREG(status.st_mode))
         throw cannot(std::string("it is ") + kind_of(status.st_mode) +
                      ", not a file (a checkpoint is a regular file the Learner wrote)");
-    }
-    // As many bytes as the file has when it is opened, never more: memory bounded by its size.
-    std::string bytes(static_cast<std::size_t>(status.st_size), '\0');
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int error = errno;
-            ::close(fd);
-            throw cannot(std::strerror(error));
-        }
-        if (n == 0) break;  // it shrank meanwhile: the frame's length check says so
-        done += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-    bytes.resize(done);
+    CheckpointBytes bytes;
+    bytes.path_ = path;
+    bytes.size_ = static_cast<std::uint64_t>(status.st_size);
+    bytes.source_ = std::move(source);
     return bytes;
+}
+
+CheckpointBytes CheckpointBytes::in_memory(const std::string& path, std::shared_ptr<const void> owner, const char* data,
+                                           std::uint64_t size) {
+    auto source = std::make_shared<Source>();
+    source->owner = std::move(owner);
+    source->data = data;
+    CheckpointBytes bytes;
+    bytes.path_ = path;
+    bytes.size_ = size;
+    bytes.source_ = std::move(source);
+    return bytes;
+}
+
+CheckpointBytes in_memory(const std::string& path, std::string bytes) {
+    auto owner = std::make_shared<const std::string>(std::move(bytes));
+    return CheckpointBytes::in_memory(path, owner, owner->data(), owner->size());
+}
+
+std::size_t CheckpointBytes::read_at(std::uint64_t offset, char* into, std::size_t n) const {
+    if (offset >= size_) return 0;
+    n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - offset));
+    if (source_->fd < 0) {
+        std::memcpy(into, source_->data + offset, n);
+        return n;
+    }
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t got = ::pread(source_->fd, into + done, n - done, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) throw std::runtime_error("cannot read " + path_ + ": " + std::strerror(errno));
+        if (got == 0) break;  // it shrank meanwhile: the frame's length check says so
+        done += static_cast<std::size_t>(got);
+    }
+    return done;
+}
+
+const PayloadSpan& CheckpointBytes::payload() const {
+    if (!source_->payload)
+        source_->payload = checked_payload(path_, size_, [this](std::uint64_t offset, char* into, std::size_t n) {
+            return read_at(offset, into, n);
+        });
+    return *source_->payload;
 }
 
 }  // namespace learner

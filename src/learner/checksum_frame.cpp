@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -33,23 +34,33 @@ std::string framed(const std::string& payload) {
     return out;
 }
 
-std::string_view unframed(const std::string& path, const std::string& bytes) {
-    const std::string_view all(bytes);
-    if (all.substr(0, magic.size()) != magic) return all;
+PayloadSpan checked_payload(const std::string& path, std::uint64_t size, const ReadAt& read_at) {
     const auto bad = [&](const std::string& what) { return std::runtime_error("checkpoint " + path + ": " + what); };
-    if (all.size() < header_size) throw bad("it is truncated (its frame is cut short)");
-    detail::ByteReader<std::runtime_error> numbers(all.substr(magic.size(), header_size - magic.size()),
+    std::string header(header_size, '\0');
+    const std::size_t got = read_at(0, header.data(), header.size());
+    header.resize(got);
+    if (std::string_view(header).substr(0, magic.size()) != magic) return PayloadSpan{0, size, std::nullopt};
+    if (got < header_size) throw bad("it is truncated (its frame is cut short)");
+    detail::ByteReader<std::runtime_error> numbers(std::string_view(header).substr(magic.size()),
                                                    "a checkpoint's frame");
     const std::uint64_t length = numbers.u64("the content's length");
     const std::uint32_t checksum = numbers.u32("the content's checksum");
-    const std::string_view payload = all.substr(header_size);
-    if (payload.size() != length)
-        throw bad("it is " + std::string(payload.size() < length ? "truncated" : "longer than written") + " (" +
-                  std::to_string(payload.size()) + " bytes of content where " + std::to_string(length) +
-                  " were written)");
-    if (crc_of(payload) != checksum)
+    const std::uint64_t present = size - header_size;
+    if (present != length)
+        throw bad("it is " + std::string(present < length ? "truncated" : "longer than written") + " (" +
+                  std::to_string(present) + " bytes of content where " + std::to_string(length) + " were written)");
+    std::string piece(std::min<std::uint64_t>(length, std::uint64_t(1) << 20), '\0');
+    uLong crc = ::crc32_z(0, nullptr, 0);
+    for (std::uint64_t done = 0; done < length;) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), length - done));
+        const std::size_t n = read_at(header_size + done, piece.data(), want);
+        if (n == 0) throw bad("it is truncated (it shrank while it was read)");
+        crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(piece.data()), n);
+        done += n;
+    }
+    if (static_cast<std::uint32_t>(crc) != checksum)
         throw bad("its checksum does not match its content: it is damaged (a bit changed on disk or on its way)");
-    return payload;
+    return PayloadSpan{header_size, length, checksum};
 }
 
 }  // namespace learner

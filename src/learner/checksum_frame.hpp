@@ -5,8 +5,11 @@
 // or cut file is found before anything in it is used.
 #include <mpify/abi.hpp>
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
-#include <string_view>
 
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
@@ -14,11 +17,21 @@ namespace learner {
 /// `payload` in its frame.
 std::string framed(const std::string& payload);
 
-/// The payload of the framed `bytes` (of file `path`, for messages), once its length and
-/// checksum agree with the frame; `bytes` themselves when they carry no frame (files of
-/// format 1, written before frames). Throws std::runtime_error naming `path` and what is
-/// wrong when they do not agree.
-std::string_view unframed(const std::string& path, const std::string& bytes);
+/// Reads up to `n` bytes at `offset` into `into`; returns how many (fewer only at the end).
+using ReadAt = std::function<std::size_t(std::uint64_t offset, char* into, std::size_t n)>;
+
+/// Where a file's payload lies, and its CRC-32.
+struct PayloadSpan {
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    std::optional<std::uint32_t> checksum;  ///< nullopt: a file of format 1, written before frames
+};
+
+/// The payload of the `size` framed bytes that `read_at` reads (of file `path`, for
+/// messages), once its length and checksum agree with the frame, read in pieces of a
+/// MiB; the whole when the bytes carry no frame (format 1). Throws std::runtime_error
+/// naming `path` and what is wrong when they do not agree.
+PayloadSpan checked_payload(const std::string& path, std::uint64_t size, const ReadAt& read_at);
 
 }  // namespace learner
 MPIFY_END_NAMESPACE

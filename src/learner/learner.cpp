@@ -1,6 +1,7 @@
 #include <mpify/learner/learner.hpp>
 
 #include "learner/checkpoint_file.hpp"
+#include "learner/checkpoint_on_ranks.hpp"
 #include "learner/rank_rows.hpp"
 #include <mpify/learner/one_cycle.hpp>
 
@@ -368,48 +369,16 @@ std::string Learner::checkpoint_path() const {
 
 torch::nn::Module& Learner::user_model() const { return *model_->children().front(); }
 
-std::optional<std::string> Learner::read_on_rank0(const std::string& path, bool missing_is_none) const {
-    enum : std::int64_t { read, missing, failed };
-    std::int64_t state = read;
-    std::string bytes;
-    std::string error;
-    if (rank_ == 0) {
-        if (missing_is_none && !std::filesystem::exists(path)) {
-            state = missing;
-        } else {
-            try {
-                bytes = read_file(path);
-            } catch (const std::exception& e) {
-                state = failed;
-                error = e.what();
-            }
-        }
-    }
-    if (ddp_model_) {  // every rank learns what rank 0 found, and gets its bytes
-        at::Tensor head = torch::tensor({state, static_cast<std::int64_t>(bytes.size())}, torch::kLong);
-        mpify::ddp::broadcast(head, 0);
-        state = head[0].item<std::int64_t>();
-        const std::int64_t size = head[1].item<std::int64_t>();
-        if (state == read && size > 0) {
-            at::Tensor data = rank_ == 0 ? bytes_as_tensor(bytes) : torch::empty({size}, torch::kUInt8);
-            mpify::ddp::broadcast(data, 0);
-            if (rank_ != 0) bytes = tensor_as_bytes(data);
-        }
-    }
-    if (state == missing) return std::nullopt;
-    if (state == failed) throw std::runtime_error(rank_ == 0 ? error : "rank 0 could not read " + path);
-    return bytes;
-}
-
 bool Learner::resume_or_begin(FitPosition& start, History& history) {
     const std::string path = checkpoint_path();
     if (rank_ == 0) check_writable_folder(options_.checkpoint_dir);  // before any training is at stake
-    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/true);
+    const std::optional<CheckpointBytes> bytes =
+        open_on_every_rank(path, /*missing_is_none=*/true, rank_, ddp_model_ != nullptr);
     if (!bytes) {
         write_checkpoint(checkpoint_path(), start, history);
         return true;
     }
-    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get(), data_.batch_size);
+    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), data_.batch_size);
     const FitPosition& was = loaded.position;
     auto describe = [](const FitPosition& p) {
         std::ostringstream text;
@@ -462,8 +431,9 @@ void Learner::make_optimizer() {
 
 void Learner::load(const std::string& path) {
     make_optimizer();
-    const std::optional<std::string> bytes = read_on_rank0(path, /*missing_is_none=*/false);
-    const LoadedCheckpoint loaded = load_checkpoint(path, *bytes, user_model(), optimizer_.get(), data_.batch_size);
+    const std::optional<CheckpointBytes> bytes =
+        open_on_every_rank(path, /*missing_is_none=*/false, rank_, ddp_model_ != nullptr);
+    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), data_.batch_size);
     position_ = loaded.position;
     history_ = loaded.history;
 }
@@ -474,7 +444,7 @@ void Learner::export_model(const std::string& path) const {
 }
 
 void load_model(const std::string& path, torch::nn::Module& model) {
-    load_model_bytes(path, read_file(path), model);
+    load_model_bytes(CheckpointBytes::open_file(path), model);
     model.eval();
 }
 

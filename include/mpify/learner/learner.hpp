@@ -215,8 +215,6 @@ private:
     void make_optimizer();
     /// The model the user gave (inside AnyModel), whose names the files use.
     torch::nn::Module& user_model() const;
-    /// `path`'s bytes as rank 0 read them, on every rank; none when the file is missing.
-    std::optional<std::string> read_on_rank0(const std::string& path, bool missing_is_none) const;
     /// Adds this rank's validation rows to `sums` (see run() for the layout).
     void add_validation(const at::Tensor& rows, std::vector<double>& sums);
     /// The epoch's record from the sums of every rank.
