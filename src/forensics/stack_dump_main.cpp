@@ -1,5 +1,5 @@
 // mpify-stacks [--within MILLISECONDS] PID...: where every thread of each process is, for
-// mpify's reports of a hang or a failure (forensics/stack_report.hpp reads what it prints).
+// mpify's reports of a hang or a failure (forensics/stack_dump_format.hpp says what it prints).
 // With --within, what is not unwound by then is left out, so that the answer (the group's
 // record first of all, read before any stack) comes within the caller's limit: reading
 // the line tables of large libraries on a loaded machine can take seconds.

@@ -204,10 +204,10 @@ void load_values(CheckedFile& file) {
     for (std::size_t i = 0; i < file.values.size(); ++i) file.model.tensors[i].copy_(file.values[i]);
 }
 
-}  // namespace
-
-std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
-                             const FitPosition& position, const History& history) {
+// A checkpoint as one archive (its tensors the model's and the optimizer's own, not copies).
+torch::serialize::OutputArchive checkpoint_archive(const torch::nn::Module& model,
+                                                   const torch::optim::Optimizer* optimizer,
+                                                   const FitPosition& position, const History& history) {
     torch::serialize::OutputArchive archive;
     write_model(archive, model, "checkpoint");
     if (optimizer != nullptr) {
@@ -238,13 +238,43 @@ std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim:
         out << history;
     }
     archive.write("history", bytes_as_tensor(history_bytes.str()), /*is_buffer=*/true);
+    return archive;
+}
+
+torch::serialize::OutputArchive export_archive(const torch::nn::Module& model) {
+    torch::serialize::OutputArchive archive;
+    write_model(archive, model, "export");
+    return archive;
+}
+
+// `archive` framed at `path`, written as LibTorch serializes it: record by record.
+void write_archive(const std::string& path, torch::serialize::OutputArchive& archive) {
+    write_framed_file_atomically(path, [&](const ByteSink& sink) {
+        archive.save_to([&](const void* data, std::size_t n) -> std::size_t {
+            sink(static_cast<const char*>(data), n);
+            return n;
+        });
+    });
+}
+
+}  // namespace
+
+std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                             const FitPosition& position, const History& history) {
+    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, position, history);
     return framed(archive_bytes(archive));
 }
 
-std::string export_bytes(const torch::nn::Module& model) {
-    torch::serialize::OutputArchive archive;
-    write_model(archive, model, "export");
-    return framed(archive_bytes(archive));
+void write_checkpoint_file(const std::string& path, const torch::nn::Module& model,
+                           const torch::optim::Optimizer* optimizer, const FitPosition& position,
+                           const History& history) {
+    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, position, history);
+    write_archive(path, archive);
+}
+
+void write_export_file(const std::string& path, const torch::nn::Module& model) {
+    torch::serialize::OutputArchive archive = export_archive(model);
+    write_archive(path, archive);
 }
 
 namespace {

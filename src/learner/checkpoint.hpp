@@ -34,8 +34,15 @@ constexpr std::int64_t checkpoint_format = 3;
 std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                              const FitPosition& position, const History& history);
 
-/// An export's bytes: the model alone, for load_model.
-std::string export_bytes(const torch::nn::Module& model);
+/// Replaces `path` atomically with the checkpoint checkpoint_bytes describes, written as
+/// it is serialized (its bytes never all in memory). Throws what
+/// write_framed_file_atomically throws.
+void write_checkpoint_file(const std::string& path, const torch::nn::Module& model,
+                           const torch::optim::Optimizer* optimizer, const FitPosition& position,
+                           const History& history);
+
+/// Replaces `path` atomically with an export: the model alone, for load_model.
+void write_export_file(const std::string& path, const torch::nn::Module& model);
 
 /// What load_checkpoint found besides the model, which it loaded.
 struct LoadedCheckpoint {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
@@ -23,18 +24,6 @@ std::runtime_error write_error(const fs::path& folder, const std::string& what, 
         (error == ENOSPC ? " (the disk is full: free space or choose another folder)"
          : error == EROFS || error == EACCES || error == EPERM ? " (choose a folder this user can write)"
                                                                : ""));
-}
-
-// Writes all of `bytes` to `fd` and flushes them to disk; false with errno set on failure.
-bool write_all_and_sync(int fd, const std::string& bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<std::size_t>(n);
-    }
-    return ::fsync(fd) == 0;
 }
 
 // What a file that is not a regular one is, for messages.
@@ -73,26 +62,73 @@ void sync_folder(const fs::path& folder) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+namespace {
+
+// Replaces `path` with what `fill` writes to the temporary's fd (throwing std::system_error
+// on a failed write), as write_file_atomically says.
+void replace_atomically(const std::string& path, const std::function<void(int fd)>& fill) {
     const fs::path target(path);
     const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
     remove_dead_writers_partials(folder, target);
     const fs::path temporary = folder / ("." + target.filename().string() + ".partial-" + std::to_string(::getpid()));
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw write_error(folder, "creating " + temporary.filename().string(), errno);
-    if (!write_all_and_sync(fd, bytes)) {
-        const int error = errno;
+    int error = 0;
+    try {
+        fill(fd);
+        if (::fsync(fd) != 0) error = errno;
+    } catch (const std::system_error& e) {
+        error = e.code().value();
+    } catch (...) {  // the writer's own failure: no temporary stays behind
         ::close(fd);
+        ::unlink(temporary.c_str());
+        throw;
+    }
+    ::close(fd);
+    if (error != 0) {
         ::unlink(temporary.c_str());
         throw write_error(folder, "writing " + temporary.filename().string(), error);
     }
-    ::close(fd);
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
-        const int error = errno;
+        error = errno;
         ::unlink(temporary.c_str());
         throw write_error(folder, "renaming the new checkpoint to " + target.filename().string(), error);
     }
     sync_folder(folder);
+}
+
+// Writes `n` bytes at `data` at `fd`'s offset (or at `at`, when given); throws
+// std::system_error on failure.
+void write_all(int fd, const char* data, std::size_t n, std::optional<off_t> at = std::nullopt) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t wrote = at ? ::pwrite(fd, data + done, n - done, *at + static_cast<off_t>(done))
+                                 : ::write(fd, data + done, n - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) throw std::system_error(wrote < 0 ? errno : EIO, std::generic_category());
+        done += static_cast<std::size_t>(wrote);
+    }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+    replace_atomically(path, [&](int fd) { write_all(fd, bytes.data(), bytes.size()); });
+}
+
+void write_framed_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write_payload) {
+    replace_atomically(path, [&](int fd) {
+        // The header's place first; its length and checksum are known once the payload is.
+        const std::string placeholder(frame_header_size, '\0');
+        write_all(fd, placeholder.data(), placeholder.size());
+        FrameBuilder frame;
+        write_payload([&](const char* data, std::size_t n) {
+            frame.add(data, n);
+            write_all(fd, data, n);
+        });
+        const std::string header = frame.header();
+        write_all(fd, header.data(), header.size(), off_t{0});
+    });
 }
 
 void check_writable_folder(const std::string& folder) {

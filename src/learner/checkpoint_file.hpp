@@ -4,6 +4,7 @@
 #include "learner/checksum_frame.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,14 @@ namespace learner {
 /// machine are removed first. Throws std::runtime_error naming the folder and the
 /// system's reason (disk full, read-only, no permission); the temporary is removed.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+/// Where a writer gives its bytes, in pieces.
+using ByteSink = std::function<void(const char* data, std::size_t n)>;
+
+/// Replaces `path` atomically, as write_file_atomically does, with a framed payload
+/// (checksum_frame.hpp): the bytes that `write_payload` gives its sink, in any number of
+/// pieces, go to the file as they come, never all in memory at once.
+void write_framed_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write_payload);
 
 /// Creates `folder` (and its parents) if needed and checks that files can be written
 /// there, before any training is at stake. Throws std::runtime_error naming it.

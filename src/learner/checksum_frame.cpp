@@ -13,23 +13,27 @@ namespace learner {
 namespace {
 
 constexpr std::string_view magic = "MPFYCKPT";
-constexpr std::size_t header_size = 8 + 8 + 4;  // magic, length, CRC-32
-
-std::uint32_t crc_of(std::string_view bytes) {
-    return static_cast<std::uint32_t>(::crc32_z(::crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                                                bytes.size()));
-}
+constexpr std::size_t header_size = frame_header_size;
 
 }  // namespace
 
-std::string framed(const std::string& payload) {
+void FrameBuilder::add(const char* data, std::size_t n) {
+    crc_ = static_cast<std::uint32_t>(::crc32_z(crc_, reinterpret_cast<const Bytef*>(data), n));
+    length_ += n;
+}
+
+std::string FrameBuilder::header() const {
     detail::ByteWriter numbers;
-    numbers.u64(payload.size());
-    numbers.u32(crc_of(payload));
-    std::string out;
+    numbers.u64(length_);
+    numbers.u32(crc_);
+    return std::string(magic) + numbers.take();
+}
+
+std::string framed(const std::string& payload) {
+    FrameBuilder frame;
+    frame.add(payload.data(), payload.size());
+    std::string out = frame.header();
     out.reserve(header_size + payload.size());
-    out.append(magic);
-    out.append(numbers.take());
     out.append(payload);
     return out;
 }

@@ -14,6 +14,22 @@
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
 
+/// The bytes of a frame before its payload.
+constexpr std::size_t frame_header_size = 8 + 8 + 4;  // magic, length, CRC-32
+
+/// A payload's frame, computed as its bytes go by in any number of pieces.
+class FrameBuilder {
+public:
+    /// The next `n` bytes of the payload.
+    void add(const char* data, std::size_t n);
+    /// The frame's header (frame_header_size bytes) for the bytes added so far.
+    std::string header() const;
+
+private:
+    std::uint64_t length_ = 0;
+    std::uint32_t crc_ = 0;
+};
+
 /// `payload` in its frame.
 std::string framed(const std::string& payload);
 

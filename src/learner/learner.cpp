@@ -418,7 +418,7 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
 
 void Learner::write_checkpoint(const std::string& path, const FitPosition& position, const History& history) {
     if (rank_ != 0) return;
-    write_file_atomically(path, checkpoint_bytes(user_model(), optimizer_.get(), position, history));
+    write_checkpoint_file(path, user_model(), optimizer_.get(), position, history);
 }
 
 void Learner::save(const std::string& path) { write_checkpoint(path, position_, history_); }
@@ -440,7 +440,7 @@ void Learner::load(const std::string& path) {
 
 void Learner::export_model(const std::string& path) const {
     if (rank_ != 0) return;
-    write_file_atomically(path, export_bytes(user_model()));
+    write_export_file(path, user_model());
 }
 
 void load_model(const std::string& path, torch::nn::Module& model) {
