@@ -66,29 +66,6 @@ std::string troubles(const std::vector<std::string>& reports) {
 
 // A Gloo group as the guard holds it: the group's loop is nudged while it closes, and an
 // abandoned one keeps its store (its threads may still talk through it).
-class FormedGlooGroup final : public FormedGroup {
-public:
-    FormedGlooGroup(GlooGroup gloo, const c10::intrusive_ptr<store::Client>& store)
-        : FormedGroup(as_process_group(gloo.backend, store, "gloo")), waker_(std::move(gloo.waker)), store_(store) {}
-
-    ~FormedGlooGroup() override {
-        {
-            const GlooLoopWaker::Nudging nudging = waker_->nudge();
-            group_.reset();  // joins Gloo's threads before the store they talk through goes
-        }
-        waker_.reset();  // ends the device's loop (the waker holds the device)
-    }
-
-    void abandon() noexcept override {
-        (void)group_.release();  // leaked on purpose: see FormedGroup::abandon
-        (void)store_.release();
-    }
-
-private:
-    std::unique_ptr<GlooLoopWaker> waker_;  // reset after the group, by the destructor
-    c10::intrusive_ptr<store::Client> store_;
-};
-
 class GlooBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::gloo; }
@@ -96,11 +73,31 @@ public:
 
     std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
         wait_until_joined(c);
-        return std::make_unique<FormedGlooGroup>(form_gloo_group(c.store, c.settings, c.log, "gloo"), c.store);
+        GlooGroup gloo = form_gloo_group(c.store, c.settings, c.log, "gloo");
+        return std::make_unique<FormedGroupWithGloo>(as_process_group(gloo.backend, c.store, "gloo"),
+                                                     std::move(gloo.waker), c.store);
     }
 };
 
 }  // namespace
+
+FormedGroupWithGloo::FormedGroupWithGloo(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                         std::unique_ptr<GlooLoopWaker> waker,
+                                         const c10::intrusive_ptr<store::Client>& store, int gpu)
+    : FormedGroup(std::move(group), gpu), waker_(std::move(waker)), store_(store) {}
+
+FormedGroupWithGloo::~FormedGroupWithGloo() {
+    {
+        const GlooLoopWaker::Nudging nudging = waker_->nudge();
+        group_.reset();  // joins the backends' threads before the store they talk through goes
+    }
+    waker_.reset();  // ends the device's loop (the waker holds the device)
+}
+
+void FormedGroupWithGloo::abandon() noexcept {
+    (void)group_.release();  // leaked on purpose: see FormedGroup::abandon
+    (void)store_.release();
+}
 
 GlooGroup form_gloo_group(const c10::intrusive_ptr<store::Client>& store, const DdpSettings& s, const FormingLog& log,
                           const std::string& name) {

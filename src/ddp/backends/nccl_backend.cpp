@@ -24,34 +24,6 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-#ifdef USE_C10D_NCCL
-// The two groups as the guard holds them: the Gloo group's loop is nudged while it closes
-// (as the Gloo backend's own), and an abandoned pair keeps its store.
-class FormedNcclGroup final : public FormedGroup {
-public:
-    FormedNcclGroup(c10::intrusive_ptr<c10d::ProcessGroup> group, GlooGroup cpu_gloo,
-                    const c10::intrusive_ptr<store::Client>& store, int gpu)
-        : FormedGroup(std::move(group), gpu), waker_(std::move(cpu_gloo.waker)), store_(store) {}
-
-    ~FormedNcclGroup() override {
-        {
-            const GlooLoopWaker::Nudging nudging = waker_->nudge();
-            group_.reset();  // joins both backends' threads before the store goes
-        }
-        waker_.reset();
-    }
-
-    void abandon() noexcept override {
-        (void)group_.release();  // leaked on purpose: see FormedGroup::abandon
-        (void)store_.release();
-    }
-
-private:
-    std::unique_ptr<GlooLoopWaker> waker_;
-    c10::intrusive_ptr<store::Client> store_;
-};
-#endif
-
 class NcclBackend final : public CollectiveBackend {
 public:
     Backend kind() const override { return Backend::nccl; }
@@ -94,7 +66,8 @@ public:
         auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c.store, s.rank, s.world_size, options);
         GlooGroup cpu_gloo = form_gloo_group(c.store, s, c.log, "nccl-cpu-gloo");
         auto group = as_process_group(nccl, "nccl", cpu_gloo.backend, c.store);
-        auto formed = std::make_unique<FormedNcclGroup>(std::move(group), std::move(cpu_gloo), c.store, choice.gpu);
+        auto formed =
+            std::make_unique<FormedGroupWithGloo>(std::move(group), std::move(cpu_gloo.waker), c.store, choice.gpu);
         // A constructor can return on one rank while a peer is still completing its
         // connections: nobody goes on (and perhaps tears the group down) before all are done.
         wait_for_all(*c.store, s, "connected", "did not finish connecting");
