@@ -215,15 +215,21 @@ struct PlacedLibrary {
     std::string path, origin;
 };
 
+// A request of this agent's to the node's template that names `library`.
+ForkRequest request_naming(const PlacedLibrary& library) {
+    ForkRequest request;
+    request.caller = ::getpid();
+    request.library = library.path;
+    request.library_origin = library.origin;
+    return request;
+}
+
 // Has the node's template fork the worker of `spec`, after loading `library` (the
 // function's, where this node has it); `note` gets what it said of the fork. Throws
 // std::runtime_error saying why not.
 ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, const PlacedLibrary& library,
                                      std::string& note) {
-    ForkRequest request;
-    request.caller = ::getpid();
-    request.library = library.path;
-    request.library_origin = library.origin;
+    ForkRequest request = request_naming(library);
     request.env = spec.env;
     std::vector<int> fds{spec.channel_fd, spec.stdout_fd, spec.stderr_fd};
     if (spec.args_fd >= 0) fds.push_back(spec.args_fd);
@@ -246,12 +252,8 @@ ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, 
 // Has the node's template load `library` now, while the caller places it on other nodes
 // (a request without fds: it answers nothing). A template gone is found at the fork.
 void ask_to_preload(const UniqueFd& node_template, const PlacedLibrary& library) {
-    ForkRequest request;
-    request.caller = ::getpid();
-    request.library = library.path;
-    request.library_origin = library.origin;
     try {
-        send_fork_request(node_template.get(), request, {});
+        send_fork_request(node_template.get(), request_naming(library), {});
     } catch (const std::system_error&) {
     }
 }
