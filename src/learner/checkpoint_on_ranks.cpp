@@ -57,7 +57,7 @@ std::optional<CheckpointBytes> sent_by_rank0(const std::string& path, const std:
 
 std::optional<CheckpointBytes> open_on_every_rank(const std::string& path, bool missing_is_none, int rank,
                                                   bool in_group) {
-    std::int64_t state = found;
+    std::int64_t state = found, size = 0, checksum = -1;
     std::optional<CheckpointBytes> bytes;
     std::string error;
     if (rank == 0) {
@@ -66,15 +66,16 @@ std::optional<CheckpointBytes> open_on_every_rank(const std::string& path, bool 
         } else {
             try {
                 bytes = CheckpointBytes::open_file(path);
-                bytes->payload();  // checked before any rank relies on it
+                const PayloadSpan& payload = bytes->payload();  // checked before any rank relies on it
+                size = static_cast<std::int64_t>(bytes->size());
+                if (payload.checksum) checksum = *payload.checksum;
             } catch (const std::exception& e) {
                 state = failed;
                 error = e.what();
+                bytes.reset();
             }
         }
     }
-    std::int64_t size = bytes ? static_cast<std::int64_t>(bytes->size()) : 0;
-    std::int64_t checksum = bytes && bytes->payload().checksum ? *bytes->payload().checksum : -1;
     if (in_group) {  // every rank learns what rank 0 found
         at::Tensor head = torch::tensor({state, size, checksum}, torch::kLong);
         mpify::ddp::broadcast(head, 0);

@@ -54,15 +54,15 @@ PayloadSpan checked_payload(const std::string& path, std::uint64_t size, const R
         throw bad("it is " + std::string(present < length ? "truncated" : "longer than written") + " (" +
                   std::to_string(present) + " bytes of content where " + std::to_string(length) + " were written)");
     std::string piece(std::min<std::uint64_t>(length, std::uint64_t(1) << 20), '\0');
-    uLong crc = ::crc32_z(0, nullptr, 0);
+    FrameBuilder content;
     for (std::uint64_t done = 0; done < length;) {
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), length - done));
         const std::size_t n = read_at(header_size + done, piece.data(), want);
         if (n == 0) throw bad("it is truncated (it shrank while it was read)");
-        crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(piece.data()), n);
+        content.add(piece.data(), n);
         done += n;
     }
-    if (static_cast<std::uint32_t>(crc) != checksum)
+    if (content.checksum() != checksum)
         throw bad("its checksum does not match its content: it is damaged (a bit changed on disk or on its way)");
     return PayloadSpan{header_size, length, checksum};
 }

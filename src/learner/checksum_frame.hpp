@@ -24,6 +24,8 @@ public:
     void add(const char* data, std::size_t n);
     /// The frame's header (frame_header_size bytes) for the bytes added so far.
     std::string header() const;
+    /// The CRC-32 of the bytes added so far.
+    std::uint32_t checksum() const { return crc_; }
 
 private:
     std::uint64_t length_ = 0;
