@@ -140,9 +140,9 @@ double run_steps(int steps, bool bucketed, const std::string& hook, bool bf16) {
         const at::Tensor x = data.images.index_select(0, rows), y = data.labels.index_select(0, rows);
         optimizer.zero_grad();
         if (bucketed) {
-            mpify::detail::set_cpu_autocast(bf16, at::kBFloat16);
+            mpify::detail::set_autocast(c10::DeviceType::CPU, bf16, at::kBFloat16);
             at::Tensor loss = torch::cross_entropy_loss(ddp_model(x), y);
-            mpify::detail::set_cpu_autocast(false, at::kBFloat16);
+            mpify::detail::set_autocast(c10::DeviceType::CPU, false, at::kBFloat16);
             at::autocast::clear_cache();
             loss.backward();
         } else {

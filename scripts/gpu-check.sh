@@ -97,7 +97,7 @@ step "configuring against torch $torch_version ($gpus GPU(s) seen by its Python)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr;$libdir/cmake" -DZLIB_ROOT="$deps/usr" \
   -DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkgconf" -DBoost_NO_SYSTEM_PATHS=ON \
-  -DMPIFY_BUILD_EXAMPLES=OFF -DMPIFY_BUILD_BENCHMARKS=OFF -DMPIFY_BUILD_KERNEL=OFF -DMPIFY_BUILD_LEARNER=OFF \
+  -DMPIFY_BUILD_EXAMPLES=OFF -DMPIFY_BUILD_BENCHMARKS=OFF -DMPIFY_BUILD_KERNEL=OFF -DMPIFY_BUILD_LEARNER=ON \
   -DMPIFY_TORCH_PYTHON="$(command -v "$python")" >"$build/configure.log" 2>&1 ||
   { tail -30 "$build/configure.log"; exit 1; }
 

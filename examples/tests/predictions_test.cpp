@@ -8,8 +8,6 @@
 #include "blob_data.hpp"
 #include "learner_group_functions.hpp"
 
-#include <ATen/autocast_mode.h>
-#include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
 #include <torch/torch.h>
 
 // After LibTorch: glog (which it includes) defines a CHECK macro of its own.
@@ -155,21 +153,4 @@ TEST_CASE("under in_ddp of 2 and 3, EarlyStopping stops every rank after the sam
         CHECK(epochs >= 2);
         CHECK(epochs < 8);  // it did stop early: the decision was made, and made alike
     }
-}
-
-TEST_CASE("precision = bfloat16 trains a classifier to the accuracy of float32", "[learner]") {
-    const auto fit = [](Precision precision) {
-        torch::manual_seed(4);
-        LearnerOptions options;
-        options.max_batches = 0;
-        options.precision = precision;
-        Learner learn({blobs(600, 1), blobs(1000, 2), 32, 7}, std::make_shared<torch::nn::LinearImpl>(2, 3),
-                      cross_entropy, {accuracy()}, options);
-        return learn.fit(3, 0.05);
-    };
-    const History full = fit(Precision::float32), half = fit(Precision::bfloat16);
-    INFO("accuracy: float32 " << full.final("accuracy") << ", bfloat16 " << half.final("accuracy"));
-    CHECK(std::abs(full.final("accuracy") - half.final("accuracy")) <= 0.005);
-    CHECK(full.batch_losses != half.batch_losses);  // the forward did run in bfloat16
-    CHECK(!mpify::detail::cpu_autocast_enabled());          // and autocast is off again
 }

@@ -121,31 +121,45 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(c10::intrusive_pt
 }
 #endif
 
-/// Whether LibTorch's autocast is on for the CPU, its dtype there, and setting both: the
-/// CPU-named functions of 1.x were replaced by device-type ones (2.4), and print a
-/// deprecation warning where they remain.
-inline bool cpu_autocast_enabled() {
+/// Whether LibTorch's autocast is on for `device` (the CPU or CUDA), its dtype there, and
+/// setting both: the CPU- and GPU-named functions of 1.x were replaced by device-type ones
+/// (2.4), and print a deprecation warning where they remain.
+inline bool autocast_enabled(c10::DeviceType device) {
 #if MPIFY_TORCH_AT_LEAST(2, 4)
-    return at::autocast::is_autocast_enabled(at::kCPU);
+    return at::autocast::is_autocast_enabled(device);
 #else
-    return at::autocast::is_cpu_enabled();
+    return device == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
 #endif
 }
-inline at::ScalarType cpu_autocast_dtype() {
+inline at::ScalarType autocast_dtype(c10::DeviceType device) {
 #if MPIFY_TORCH_AT_LEAST(2, 4)
-    return at::autocast::get_autocast_dtype(at::kCPU);
+    return at::autocast::get_autocast_dtype(device);
 #else
-    return at::autocast::get_autocast_cpu_dtype();
+    return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                           : at::autocast::get_autocast_cpu_dtype();
 #endif
 }
-inline void set_cpu_autocast(bool enabled, at::ScalarType dtype) {
+inline void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
 #if MPIFY_TORCH_AT_LEAST(2, 4)
-    at::autocast::set_autocast_enabled(at::kCPU, enabled);
-    at::autocast::set_autocast_dtype(at::kCPU, dtype);
+    at::autocast::set_autocast_enabled(device, enabled);
+    at::autocast::set_autocast_dtype(device, dtype);
 #else
-    at::autocast::set_cpu_enabled(enabled);
-    at::autocast::set_autocast_cpu_dtype(dtype);
+    if (device == c10::DeviceType::CUDA) {
+        at::autocast::set_enabled(enabled);
+        at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+        at::autocast::set_cpu_enabled(enabled);
+        at::autocast::set_autocast_cpu_dtype(dtype);
+    }
 #endif
 }
+
+// Autocast lowers CPU operations to float16 from 2.x on; 1.13's CPU autocast knows
+// bfloat16 only (its float16 CPU kernels are missing for convolutions, among others).
+#if MPIFY_TORCH_AT_LEAST(2, 0)
+#define MPIFY_CPU_AUTOCAST_HAS_FLOAT16 1
+#else
+#define MPIFY_CPU_AUTOCAST_HAS_FLOAT16 0
+#endif
 
 MPIFY_END_DETAIL_NAMESPACE

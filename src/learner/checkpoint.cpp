@@ -2,6 +2,9 @@
 
 #include "learner/checksum_frame.hpp"
 
+#include <mpify/error.hpp>
+#include <mpify/grad_scaler.hpp>
+
 #include <torch/torch.h>
 
 #include <boost/archive/binary_iarchive.hpp>
@@ -10,6 +13,7 @@
 
 #include <climits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -157,6 +161,9 @@ CheckedFile open_checked(const CheckpointBytes& bytes, torch::nn::Module& model)
     const std::string& path = bytes.path();
     const PayloadSpan payload = bytes.payload();
     CheckedFile file;
+    file.model = layout_of(model);
+    // Tensors come to the model's device, where an optimizer's state must be.
+    const c10::Device device = file.model.tensors.empty() ? c10::Device(c10::kCPU) : file.model.tensors[0].device();
     torch::serialize::InputArchive& archive = file.archive;
     try {
         // Read in pieces where LibTorch wants them: its records are the only copy in memory.
@@ -166,7 +173,7 @@ CheckedFile open_checked(const CheckpointBytes& bytes, torch::nn::Module& model)
                 const std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(n, payload.length - at));
                 return bytes.read_at(payload.offset + at, static_cast<char*>(into), wanted);
             },
-            [payload]() -> std::size_t { return static_cast<std::size_t>(payload.length); });
+            [payload]() -> std::size_t { return static_cast<std::size_t>(payload.length); }, device);
     } catch (const std::exception& e) {
         const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
         const std::string reason = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
@@ -183,7 +190,6 @@ CheckedFile open_checked(const CheckpointBytes& bytes, torch::nn::Module& model)
         throw bad_file(path, "it was written in format " + std::to_string(version) + ", newer than this build reads (" +
                                  std::to_string(checkpoint_format) + "): load it with the version that wrote it");
     const std::vector<std::string> saved = split_lines(required_string(archive, path, "layout"));
-    file.model = layout_of(model);
     const std::string difference = first_difference(saved, file.model.lines);
     if (!difference.empty()) throw bad_file(path, "it holds another model: " + difference);
     for (std::size_t i = 0; i < file.model.tensors.size(); ++i) {
@@ -206,7 +212,7 @@ void load_values(CheckedFile& file) {
 
 // A checkpoint as one archive (its tensors the model's and the optimizer's own, not copies).
 torch::serialize::OutputArchive checkpoint_archive(const torch::nn::Module& model,
-                                                   const torch::optim::Optimizer* optimizer,
+                                                   const torch::optim::Optimizer* optimizer, const GradScaler* scaler,
                                                    const FitPosition& position, const History& history) {
     torch::serialize::OutputArchive archive;
     write_model(archive, model, "checkpoint");
@@ -215,6 +221,11 @@ torch::serialize::OutputArchive checkpoint_archive(const torch::nn::Module& mode
         torch::serialize::OutputArchive state;
         optimizer->save(state);
         archive.write("optimizer", state);
+    }
+    if (scaler != nullptr && scaler->is_enabled()) {
+        torch::serialize::OutputArchive state;
+        scaler->save(state);
+        archive.write("scaler", state);
     }
     archive.write("schedule", c10::IValue(position.schedule));
     archive.write("epochs", c10::IValue(static_cast<std::int64_t>(position.epochs)));
@@ -260,15 +271,15 @@ void write_archive(const std::string& path, torch::serialize::OutputArchive& arc
 }  // namespace
 
 std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
-                             const FitPosition& position, const History& history) {
-    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, position, history);
+                             const GradScaler* scaler, const FitPosition& position, const History& history) {
+    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, scaler, position, history);
     return framed(archive_bytes(archive));
 }
 
 void write_checkpoint_file(const std::string& path, const torch::nn::Module& model,
-                           const torch::optim::Optimizer* optimizer, const FitPosition& position,
-                           const History& history) {
-    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, position, history);
+                           const torch::optim::Optimizer* optimizer, const GradScaler* scaler,
+                           const FitPosition& position, const History& history) {
+    torch::serialize::OutputArchive archive = checkpoint_archive(model, optimizer, scaler, position, history);
     write_archive(path, archive);
 }
 
@@ -327,7 +338,7 @@ FitPosition read_position(torch::serialize::InputArchive& archive, const std::st
 // The random generator's state, tried on a generator of its own: LibTorch checks a state
 // only as it takes it, which is the last step of a load.
 at::Tensor read_generator_state(torch::serialize::InputArchive& archive, const std::string& path) {
-    const at::Tensor rng = required_tensor(archive, path, "rng");
+    const at::Tensor rng = required_tensor(archive, path, "rng").cpu();
     try {
         at::Generator scratch = at::detail::createCPUGenerator();
         scratch.set_state(rng);
@@ -337,8 +348,22 @@ at::Tensor read_generator_state(torch::serialize::InputArchive& archive, const s
     return rng;
 }
 
+// The loss scaler's state, checked; none in the file (a float32 fit's, or one of an older
+// build): a fresh scaler's.
+std::optional<GradScalerState> read_scaler_state(torch::serialize::InputArchive& archive, const std::string& path) {
+    torch::serialize::InputArchive state;
+    if (!archive.try_read("scaler", state)) return std::nullopt;
+    GradScaler scratch;
+    try {
+        scratch.load(state);
+    } catch (const UsageError& e) {
+        throw bad_file(path, std::string("its loss scaler's state cannot be used (") + e.what() + "): it is damaged");
+    }
+    return scratch.state();
+}
+
 History read_history(torch::serialize::InputArchive& archive, const std::string& path) {
-    const at::Tensor bytes = required_tensor(archive, path, "history");
+    const at::Tensor bytes = required_tensor(archive, path, "history").cpu();
     History history;
     try {
         std::istringstream in(tensor_as_bytes(bytes));
@@ -353,7 +378,7 @@ History read_history(torch::serialize::InputArchive& archive, const std::string&
 }  // namespace
 
 LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module& model,
-                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size) {
+                                 torch::optim::Optimizer* optimizer, GradScaler* scaler, std::int64_t batch_size) {
     // Everything is read and checked first; the model, the optimizer and the random
     // generator change only when the whole file is good.
     const std::string& path = bytes.path();
@@ -375,6 +400,8 @@ LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module
         if (!archive.try_read("optimizer", optimizer_state))
             throw bad_file(path, "its optimizer state is missing: it is damaged");
     }
+    std::optional<GradScalerState> scaling;
+    if (scaler != nullptr && scaler->is_enabled()) scaling = read_scaler_state(archive, path);
     loaded.position = read_position(archive, path, batch_size);
     const at::Tensor rng = read_generator_state(archive, path);
     loaded.history = read_history(archive, path);
@@ -386,6 +413,7 @@ LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module
             throw bad_file(path, "its optimizer state does not fit this optimizer (" + first_line(e) + ")");
         }
     }
+    if (scaling) scaler->load_state(*scaling);
     load_values(file);
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     {

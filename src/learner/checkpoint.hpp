@@ -20,6 +20,9 @@
 namespace torch::optim {
 class Optimizer;
 }
+MPIFY_BEGIN_NAMESPACE
+class GradScaler;
+MPIFY_END_NAMESPACE
 
 MPIFY_BEGIN_NAMESPACE
 namespace learner {
@@ -30,16 +33,17 @@ namespace learner {
 constexpr std::int64_t checkpoint_format = 3;
 
 /// A checkpoint's bytes: `model` (the user's module, not a DDP wrapper), the optimizer
-/// when there is one, `position`, this process's RNG state and `history`.
+/// and the loss scaler when there are (a disabled scaler is not written), `position`,
+/// this process's RNG state and `history`.
 std::string checkpoint_bytes(const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
-                             const FitPosition& position, const History& history);
+                             const GradScaler* scaler, const FitPosition& position, const History& history);
 
 /// Replaces `path` atomically with the checkpoint checkpoint_bytes describes, written as
 /// it is serialized (its bytes never all in memory). Throws what
 /// write_framed_file_atomically throws.
 void write_checkpoint_file(const std::string& path, const torch::nn::Module& model,
-                           const torch::optim::Optimizer* optimizer, const FitPosition& position,
-                           const History& history);
+                           const torch::optim::Optimizer* optimizer, const GradScaler* scaler,
+                           const FitPosition& position, const History& history);
 
 /// Replaces `path` atomically with an export: the model alone, for load_model.
 void write_export_file(const std::string& path, const torch::nn::Module& model);
@@ -52,11 +56,14 @@ struct LoadedCheckpoint {
 };
 
 /// Reads the checkpoint `bytes`: checks its frame, its header and
-/// the model's names and shapes, then loads the model, the optimizer (when given and
-/// saved), and the RNG state. Throws std::runtime_error naming `path` and what does not
-/// match. `batch_size` (the Learner's) counts the samples a format 1 or 2 file had done.
+/// the model's names and shapes, then loads the model, the optimizer and the scaler (each
+/// when given and saved; an enabled scaler the file has none for starts afresh), and the
+/// RNG state. Tensors go to the device of the model's first one (the optimizer's state
+/// must be where its parameters are). Throws std::runtime_error naming `path` and what
+/// does not match. `batch_size` (the Learner's) counts the samples a format 1 or 2 file
+/// had done.
 LoadedCheckpoint load_checkpoint(const CheckpointBytes& bytes, torch::nn::Module& model,
-                                 torch::optim::Optimizer* optimizer, std::int64_t batch_size);
+                                 torch::optim::Optimizer* optimizer, GradScaler* scaler, std::int64_t batch_size);
 
 /// Loads the model of an export (or a checkpoint) in `bytes` into `model`; the same checks.
 void load_model_bytes(const CheckpointBytes& bytes, torch::nn::Module& model);

@@ -58,26 +58,27 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
-// While it lives, CPU operations that autocast covers run in bfloat16 (when asked for):
-// the C++ counterpart of Python's torch.autocast("cpu", dtype=torch.bfloat16).
-class CpuAutocast {
+// While it lives, the operations autocast covers on `device` run in the precision's type
+// (nothing changes for float32): the C++ counterpart of Python's torch.autocast(device, dtype).
+class Autocast {
 public:
-    explicit CpuAutocast(Precision precision)
-        : on_(precision == Precision::bfloat16), was_enabled_(mpify::detail::cpu_autocast_enabled()),
-          was_type_(mpify::detail::cpu_autocast_dtype()) {
+    Autocast(Precision precision, c10::DeviceType device)
+        : device_(device), on_(precision != Precision::float32), was_enabled_(mpify::detail::autocast_enabled(device)),
+          was_type_(mpify::detail::autocast_dtype(device)) {
         if (!on_) return;
-        mpify::detail::set_cpu_autocast(true, at::kBFloat16);
+        mpify::detail::set_autocast(device, true, precision == Precision::float16 ? at::kHalf : at::kBFloat16);
         at::autocast::increment_nesting();
     }
-    ~CpuAutocast() {
+    ~Autocast() {
         if (!on_) return;
         if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-        mpify::detail::set_cpu_autocast(was_enabled_, was_type_);
+        mpify::detail::set_autocast(device_, was_enabled_, was_type_);
     }
-    CpuAutocast(const CpuAutocast&) = delete;
-    CpuAutocast& operator=(const CpuAutocast&) = delete;
+    Autocast(const Autocast&) = delete;
+    Autocast& operator=(const Autocast&) = delete;
 
 private:
+    c10::DeviceType device_;
     bool on_;
     bool was_enabled_;
     at::ScalarType was_type_;
@@ -94,6 +95,38 @@ bool fast_bfloat16_cpu() {
 #else
     return true;  // not x86: no known trap to warn of
 #endif
+}
+
+// The device a Learner of `options` trains on (see LearnerOptions::device).
+c10::Device learner_device(const LearnerOptions& options) {
+    if (options.device) return *options.device;
+    if (mpify::ddp::active()) return mpify::ddp::device();
+    return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+}
+
+// The device to train on, checked: one this process can train on with `precision`, or
+// std::invalid_argument saying what would work. "cuda" without a number is GPU 0.
+c10::Device checked_device(c10::Device device, Precision precision) {
+    if (!device.is_cuda() && !device.is_cpu())
+        throw std::invalid_argument("Learner: LearnerOptions::device is " + device.str() +
+                                    "; the Learner trains on the CPU or on CUDA");
+    if (device.is_cuda()) {
+        const auto visible = static_cast<c10::DeviceIndex>(torch::cuda::device_count());
+        if (!device.has_index()) device = c10::Device(c10::kCUDA, 0);
+        if (device.index() >= visible) {
+            const char* shown = std::getenv("CUDA_VISIBLE_DEVICES");
+            std::string seen = visible == 0 ? std::string("no GPU (") +
+                                                  (at::hasCUDA() ? "CUDA finds none" : "its LibTorch has no CUDA")
+                                            : std::to_string(visible) + " GPU(s) (numbered from 0";
+            if (shown != nullptr) seen += std::string(", CUDA_VISIBLE_DEVICES='") + shown + "'";
+            throw std::invalid_argument("Learner: LearnerOptions::device is " + device.str() +
+                                        ", but this process sees " + seen + "): choose a device it sees, or the CPU");
+        }
+    }
+    if (precision == Precision::float16 && device.is_cpu() && !MPIFY_CPU_AUTOCAST_HAS_FLOAT16)
+        throw std::invalid_argument("Learner: precision = float16 on the CPU needs LibTorch 2.x (this one's CPU "
+                                    "autocast has bfloat16 only): choose Precision::bfloat16, or train on a GPU");
+    return device;
 }
 
 // What an epoch trains: its shard, or, for the epoch a checkpoint stopped in, the samples
@@ -156,9 +189,13 @@ Learner::Learner(DataLoaders data, std::shared_ptr<AnyModel> model, LossFunction
         // OpenMP pools fight over them (torchrun sets OMP_NUM_THREADS=1 for the same reason).
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         torch::set_num_threads(std::max(1, cores / std::max(1, mpify::local_world_size())));
-        ddp_model_ = std::make_unique<mpify::DistributedDataParallel<AnyModel>>(model_, options_.ddp);
     }
-    if (options_.precision == Precision::bfloat16 && rank_ == 0 && !fast_bfloat16_cpu())
+    device_ = checked_device(learner_device(options_), options_.precision);
+    model_->to(device_);
+    scaler_ = mpify::GradScaler(scaler_options());
+    if (mpify::ddp::active())
+        ddp_model_ = std::make_unique<mpify::DistributedDataParallel<AnyModel>>(model_, options_.ddp);
+    if (options_.precision == Precision::bfloat16 && device_.is_cpu() && rank_ == 0 && !fast_bfloat16_cpu())
         std::cerr << "Learner: precision = bfloat16 on a CPU without AVX-512: LibTorch's bfloat16 convolutions run "
                      "several times slower than float32 here (accuracy is not affected). Compare both with "
                      "mpify_ddp_bench --precision 10 before training this way.\n";
@@ -194,11 +231,27 @@ History Learner::fit_one_cycle(int epochs, double max_lr) {
 at::Tensor Learner::predict(const at::Tensor& inputs) {
     torch::NoGradGuard no_grad;
     model_->eval();
-    return model_->forward(inputs);
+    return model_->forward(inputs.to(device_)).cpu();
 }
 
 at::Tensor Learner::forward_train(const at::Tensor& inputs) {
     return ddp_model_ ? (*ddp_model_)(inputs) : model_->forward(inputs);
+}
+
+std::pair<at::Tensor, at::Tensor> Learner::batch_of(const DataSet& data, const at::Tensor& rows) const {
+    return {data.inputs.index_select(0, rows.to(data.inputs.device())).to(device_),
+            data.targets.index_select(0, rows.to(data.targets.device())).to(device_)};
+}
+
+at::Tensor Learner::training_loss(const at::Tensor& inputs, const at::Tensor& targets) {
+    const Autocast autocast(options_.precision, device_.type());
+    return loss_(forward_train(inputs), targets).to(torch::kFloat);
+}
+
+mpify::GradScalerOptions Learner::scaler_options() const {
+    mpify::GradScalerOptions scaling = options_.scaler;
+    scaling.enabled = scaling.enabled && options_.precision == Precision::float16;
+    return scaling;
 }
 
 double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::int64_t batches, double total_steps,
@@ -222,23 +275,23 @@ double Learner::train_epoch(const at::Tensor& order, FitPosition position, std::
         apply(*optimizer_, lr, momentum);
         const at::Tensor rows = order.narrow(0, b * batch, rows_of(b));
         if (b == first) optimizer_->zero_grad();
-        at::Tensor loss;
-        {
-            const CpuAutocast autocast(options_.precision);
-            loss = loss_(forward_train(data_.train.inputs.index_select(0, rows)),
-                         data_.train.targets.index_select(0, rows))
-                       .to(torch::kFloat);
-        }
-        // Each batch's share of the group's mean; the group's other batches add to the
-        // gradients without a collective, and its last one averages the sum over the ranks.
-        const at::Tensor share = loss * (static_cast<double>(rows.size(0)) / static_cast<double>(group_rows));
+        const auto [inputs, targets] = batch_of(data_.train, rows);
+        const at::Tensor loss = training_loss(inputs, targets);
+        // Each batch's share of the group's mean (scaled, for float16); the group's other
+        // batches add to the gradients without a collective, and its last one averages the
+        // sum over the ranks.
+        const at::Tensor share =
+            scaler_.scale(loss * (static_cast<double>(rows.size(0)) / static_cast<double>(group_rows)));
         if (ddp_model_ && b + 1 < end) {
             const auto local = ddp_model_->no_sync();
             share.backward();
         } else {
             share.backward();
         }
-        if (b + 1 == end) optimizer_->step();
+        if (b + 1 == end) {
+            scaler_.step(*optimizer_);  // (a disabled scaler always steps)
+            scaler_.update();
+        }
         const double value = loss.item<double>();
         loss_sum += value;
         history.batch_losses.push_back(value);
@@ -267,9 +320,9 @@ void Learner::add_validation(const at::Tensor& rows, std::vector<double>& sums) 
     model_->eval();
     for (std::int64_t start = 0; start < rows.size(0); start += batch) {
         const at::Tensor some = rows.narrow(0, start, std::min(batch, rows.size(0) - start));
-        const at::Tensor target = data_.valid.targets.index_select(0, some);
-        const CpuAutocast autocast(options_.precision);
-        const at::Tensor output = model_->forward(data_.valid.inputs.index_select(0, some)).to(torch::kFloat);
+        const auto [inputs, target] = batch_of(data_.valid, some);
+        const Autocast autocast(options_.precision, device_.type());
+        const at::Tensor output = model_->forward(inputs).to(torch::kFloat);
         const double n = static_cast<double>(some.size(0));
         sums[2] += loss_(output, target).item<double>() * n;
         sums[3] += n;
@@ -378,7 +431,7 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
         write_checkpoint(checkpoint_path(), start, history);
         return true;
     }
-    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), data_.batch_size);
+    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), &scaler_, data_.batch_size);
     const FitPosition& was = loaded.position;
     auto describe = [](const FitPosition& p) {
         std::ostringstream text;
@@ -418,7 +471,7 @@ bool Learner::resume_or_begin(FitPosition& start, History& history) {
 
 void Learner::write_checkpoint(const std::string& path, const FitPosition& position, const History& history) {
     if (rank_ != 0) return;
-    write_checkpoint_file(path, user_model(), optimizer_.get(), position, history);
+    write_checkpoint_file(path, user_model(), optimizer_.get(), &scaler_, position, history);
 }
 
 void Learner::save(const std::string& path) { write_checkpoint(path, position_, history_); }
@@ -433,7 +486,7 @@ void Learner::load(const std::string& path) {
     make_optimizer();
     const std::optional<CheckpointBytes> bytes =
         open_on_every_rank(path, /*missing_is_none=*/false, rank_, ddp_model_ != nullptr);
-    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), data_.batch_size);
+    const LoadedCheckpoint loaded = load_checkpoint(*bytes, user_model(), optimizer_.get(), &scaler_, data_.batch_size);
     position_ = loaded.position;
     history_ = loaded.history;
 }

@@ -50,6 +50,7 @@ LrFinderResult Learner::lr_find(LrFinderOptions sweep) {
     constexpr double beta = 0.98;  // the loss's moving average, as fastai smooths it
     double average = 0, best = std::numeric_limits<double>::infinity();
 
+    mpify::GradScaler scaler(scaler_options());  // the sweep's own, as its optimizer is
     LrFinderResult result;
     model_->train();
     at::Tensor order;
@@ -63,10 +64,11 @@ LrFinderResult Learner::lr_find(LrFinderOptions sweep) {
         for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
         const at::Tensor rows = order.narrow(0, b * batch, std::min(batch, order.size(0) - b * batch));
         optimizer.zero_grad();
-        const at::Tensor loss =
-            loss_(forward_train(data_.train.inputs.index_select(0, rows)), data_.train.targets.index_select(0, rows));
-        loss.backward();
-        optimizer.step();
+        const auto [inputs, targets] = batch_of(data_.train, rows);
+        const at::Tensor loss = training_loss(inputs, targets);
+        scaler.scale(loss).backward();
+        scaler.step(optimizer);
+        scaler.update();
         // The global batch's loss: every rank decides on the same number.
         at::Tensor sums =
             torch::tensor({loss.item<double>() * static_cast<double>(rows.size(0)), static_cast<double>(rows.size(0))},

@@ -26,16 +26,17 @@ Predictions Learner::get_preds(const DataSet& data) {
     // No item twice, none left out, no padding to drop.
     const at::Tensor rows = rank_rows(rank_, world_size_, size);
     // A rank with no item (more ranks than items) still learns the outputs' shape.
-    const at::Tensor shape_probe = rows.numel() > 0 ? at::Tensor() : model_->forward(data.inputs.narrow(0, 0, 1));
+    const at::Tensor shape_probe = rows.numel() > 0 ? at::Tensor()
+                                                    : model_->forward(batch_of(data, rows.new_zeros({1})).first).cpu();
     std::vector<at::Tensor> outputs, losses;
     for (std::int64_t start = 0; start < rows.size(0); start += data_.batch_size) {
         const at::Tensor some = rows.narrow(0, start, std::min(data_.batch_size, rows.size(0) - start));
-        const at::Tensor output = model_->forward(data.inputs.index_select(0, some));
-        const at::Tensor target = data.targets.index_select(0, some);
+        const auto [inputs, target] = batch_of(data, some);
+        const at::Tensor output = model_->forward(inputs);
         at::Tensor item_losses = torch::empty({some.size(0)}, torch::kFloat);
         for (std::int64_t i = 0; i < some.size(0); ++i)
             item_losses[i] = loss_(output.narrow(0, i, 1), target.narrow(0, i, 1)).item<float>();
-        outputs.push_back(output);
+        outputs.push_back(output.cpu());
         losses.push_back(item_losses);
     }
     const at::Tensor mine = outputs.empty() ? shape_probe.narrow(0, 0, 0) : torch::cat(outputs);

@@ -37,7 +37,7 @@ struct Trained {
     Trained() {
         model->linear->weight.sum().backward();
         optimizer.step();  // momentum buffers: the optimizer's state has tensors
-        const std::string framed = mpify::learner::checkpoint_bytes(*model, &optimizer, {}, {});
+        const std::string framed = mpify::learner::checkpoint_bytes(*model, &optimizer, nullptr, {}, {});
         const std::string content = framed.substr(mpify::learner::in_memory("good.pt", framed).payload().offset);
         good.load_from(content.data(), content.size());
     }
@@ -148,7 +148,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string file = mpify::learner::framed(content.str());
     const at::Tensor before = t.model->linear->weight.detach().clone();
     try {
-        mpify::learner::load_checkpoint(mpify::learner::in_memory("fuzzed.pt", file), *t.model, &t.optimizer, 8);
+        mpify::learner::load_checkpoint(mpify::learner::in_memory("fuzzed.pt", file), *t.model, &t.optimizer, nullptr,
+                                        8);
     } catch (const std::runtime_error& e) {
         if (std::string(e.what()).find("fuzzed.pt") == std::string::npos) std::abort();  // names the file
         if (!same_bytes(before, t.model->linear->weight)) {  // nothing loaded

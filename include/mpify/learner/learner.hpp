@@ -17,8 +17,10 @@
 #include <mpify/learner/metrics.hpp>
 
 #include <mpify/distributed_data_parallel.hpp>
+#include <mpify/grad_scaler.hpp>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 
 #include <cstdint>
@@ -61,12 +63,17 @@ struct Predictions {
 /// Loss of a batch: a scalar tensor, the mean over the batch.
 using LossFunction = std::function<at::Tensor(const at::Tensor& output, const at::Tensor& target)>;
 
-/// The arithmetic of forward passes.
+/// The arithmetic of forward passes, on the Learner's device (LearnerOptions::device).
+/// Parameters, gradients, the optimizer and the all-reduce stay float32 in every mode.
 enum class Precision {
     float32,   ///< everything in float32
-    bfloat16,  ///< forward and loss under LibTorch's CPU autocast to bfloat16 (convolutions and
-               ///< matrix products in bfloat16); parameters, gradients, the optimizer and the
-               ///< all-reduce stay float32
+    bfloat16,  ///< forward and loss under LibTorch's autocast to bfloat16 (convolutions and
+               ///< matrix products in bfloat16); fastai's to_bf16
+    float16,   ///< forward and loss under autocast to float16, and the loss scaled by a
+               ///< mpify::GradScaler: steps whose gradients hold an inf or a NaN are skipped
+               ///< and the scale backs off; its state is in the checkpoints (fastai's
+               ///< to_fp16). On CUDA, or on the CPU with LibTorch 2.x (1.13's CPU autocast
+               ///< has no float16: the constructor refuses it there)
 };
 
 /// How a Learner trains, beyond the model and data.
@@ -90,9 +97,18 @@ struct LearnerOptions {
     /// optimizer step; in a group, only the last batch's backward all-reduces (no_sync for
     /// the others). 1: a step every batch.
     std::int64_t accumulate = 1;
-    /// Mixed precision: Precision::bfloat16 runs training and validation forwards in bfloat16
-    /// where autocast does (fastai's to_bf16); what it gains or costs depends on the CPU.
+    /// Mixed precision: bfloat16 or float16 run training and validation forwards in that type
+    /// where autocast does; what it gains or costs depends on the device (on a CPU without
+    /// AVX-512, bfloat16 convolutions are slower than float32's).
     Precision precision = Precision::float32;
+    /// The loss scaler's settings, for Precision::float16 (ignored otherwise); `enabled =
+    /// false` trains float16 without scaling.
+    mpify::GradScalerOptions scaler;
+    /// Where the model trains; unset: inside a DdpGuard the rank's device
+    /// (mpify::ddp::device(): its GPU under NCCL or with DdpOptions::gpus), outside one
+    /// CUDA device 0 when LibTorch sees a GPU, else the CPU. The data sets stay where they
+    /// are (the CPU, usually): each batch is copied to the device as it is used.
+    std::optional<c10::Device> device;
 
     /// MPIFY_LEARNER_MAX_BATCHES as a number, 0 when unset; throws std::invalid_argument
     /// when it is set to anything but a non-negative integer.
@@ -138,7 +154,8 @@ public:
     /// Trains `epochs` epochs with the 1cycle schedule peaking at `max_lr` (see
     /// one_cycle.hpp); resumes from a checkpoint as fit does.
     History fit_one_cycle(int epochs, double max_lr);
-    /// The model's outputs for `inputs`, in eval mode, without gradients, in this process.
+    /// The model's outputs for `inputs`, in eval mode, without gradients, in this process,
+    /// on the CPU (the inputs may be anywhere: they are copied to the Learner's device).
     at::Tensor predict(const at::Tensor& inputs);
     /// Trains a few steps with a learning rate growing from options.start_lr to end_lr and
     /// records the loss of each (fastai's lr_find), then puts the model's weights back as
@@ -147,15 +164,16 @@ public:
     /// batch's, so every rank records the same curve, stops at the same step and suggests
     /// the same rate. Throws std::invalid_argument for a sweep that cannot be run.
     LrFinderResult lr_find(LrFinderOptions options = {});
-    /// Predictions for the whole validation set (fastai's get_preds), in eval mode. Under
-    /// DDP every rank calls it: each predicts every world_size-th item, and every rank gets
-    /// all of them back in the data set's order, each item once.
+    /// Predictions for the whole validation set (fastai's get_preds), in eval mode, as CPU
+    /// tensors. Under DDP every rank calls it: each predicts every world_size-th item, and
+    /// every rank gets all of them back in the data set's order, each item once.
     Predictions get_preds();
     /// The same for `data`.
     Predictions get_preds(const DataSet& data);
 
     /// Writes a checkpoint to `path` (rank 0 only; other ranks do nothing): the model,
-    /// the optimizer, where the last fit stands, the RNG and its History. Atomic: a crash
+    /// the optimizer, the loss scaler (Precision::float16), where the last fit stands, the
+    /// RNG and its History. Atomic: a crash
     /// leaves the previous file whole.
     void save(const std::string& path);
     /// Loads a checkpoint written by save or by the automatic checkpoints: the model, the
@@ -184,6 +202,11 @@ public:
     std::vector<std::string> metric_names() const;
     /// The model being trained (the same on every rank after each step).
     torch::nn::Module& model() { return *model_; }
+    /// The device the model trains on (see LearnerOptions::device).
+    c10::Device device() const { return device_; }
+    /// The loss scaler of the training steps: enabled with Precision::float16, else a
+    /// disabled one (its scale is 1).
+    const mpify::GradScaler& scaler() const { return scaler_; }
 
 private:
     template <class Model>
@@ -196,6 +219,13 @@ private:
     /// Both fits: `start` says which fit it is (schedule, epochs, lr) and where it begins.
     History run(FitPosition start, const Schedule& schedule);
     at::Tensor forward_train(const at::Tensor& inputs);
+    /// `rows` of `data`'s inputs and targets, on the Learner's device.
+    std::pair<at::Tensor, at::Tensor> batch_of(const DataSet& data, const at::Tensor& rows) const;
+    /// The loss of `inputs` against `targets` in training mode, under the precision's
+    /// autocast, in float32.
+    at::Tensor training_loss(const at::Tensor& inputs, const at::Tensor& targets);
+    /// options().scaler, enabled only for Precision::float16.
+    mpify::GradScalerOptions scaler_options() const;
     /// Trains the `batches` batches of `order` in epoch `position.epoch`, of a fit of
     /// `total_steps` batches; in a resumed epoch they come after `position.batch` batches'
     /// worth (the schedule and the callbacks count on from there). Each loss goes to
@@ -228,6 +258,8 @@ private:
     std::vector<std::shared_ptr<Callback>> callbacks_;
     int rank_ = 0;
     int world_size_ = 1;
+    c10::Device device_{c10::kCPU};
+    mpify::GradScaler scaler_;
     std::unique_ptr<mpify::DistributedDataParallel<AnyModel>> ddp_model_;  ///< set inside a DdpGuard
     std::unique_ptr<torch::optim::AdamW> optimizer_;  ///< made at the first fit or load, kept after
     FitPosition position_;  ///< where the last fit stands (for save)
