@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -107,21 +108,32 @@ std::vector<at::Tensor> train_in_group(int steps) { return train(steps); }
 MPIFY_REGISTER(train_in_group);
 
 // The largest difference between SyncBatchNorm2d on this rank's half of a batch, on the
-// GPU, and BatchNorm2d on the whole batch in this process.
+// GPU, and BatchNorm2d on the whole batch in this process: outputs, running statistics,
+// the input's gradient and (summed over the ranks) the weight's and bias's.
 double sync_batch_norm_difference() {
     const c10::Device device = mpify::ddp::device();
     torch::manual_seed(7);
     const at::Tensor whole = torch::randn({8, 3, 5, 5}).to(device);
+    const at::Tensor upstream = torch::randn({8, 3, 5, 5}).to(device);  // d loss / d output
     torch::nn::BatchNorm2d reference(3);
     mpify::SyncBatchNorm2d synced(3);
     reference->to(device);
     synced->to(device);
-    const at::Tensor expected = reference->forward(whole);
-    const at::Tensor mine = whole.narrow(0, mpify::ddp::rank() * 4, 4);
+    const at::Tensor whole_input = whole.clone().requires_grad_();
+    const at::Tensor expected = reference->forward(whole_input);
+    (expected * upstream).sum().backward();
+    const int64_t first = mpify::ddp::rank() * 4;
+    const at::Tensor mine = whole.narrow(0, first, 4).clone().requires_grad_();
     const at::Tensor got = synced->forward(mine);
-    const double outputs = (got - expected.narrow(0, mpify::ddp::rank() * 4, 4)).abs().max().item<double>();
-    const double running = (synced->running_mean - reference->running_mean).abs().max().item<double>();
-    return std::max(outputs, running);
+    (got * upstream.narrow(0, first, 4)).sum().backward();
+    at::Tensor weight_grad = synced->weight.grad().clone(), bias_grad = synced->bias.grad().clone();
+    mpify::ddp::all_reduce(weight_grad);
+    mpify::ddp::all_reduce(bias_grad);
+    const auto largest = [](const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); };
+    return std::max({largest(got, expected.narrow(0, first, 4)), largest(synced->running_mean, reference->running_mean),
+                     largest(synced->running_var, reference->running_var),
+                     largest(mine.grad(), whole_input.grad().narrow(0, first, 4)),
+                     largest(weight_grad, reference->weight.grad()), largest(bias_grad, reference->bias.grad())});
 }
 MPIFY_REGISTER(sync_batch_norm_difference);
 
