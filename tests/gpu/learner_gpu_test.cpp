@@ -65,9 +65,8 @@ TEST_CASE("the Learner trains on GPU 0 in float32, float16 with its scaler and b
     CHECK(std::abs(brain_accuracy - full_accuracy) <= 0.02);
 
     // A checkpoint of CUDA parameters and optimizer state, and the scaler's, read back.
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("mpify_gpu_learner_" + std::to_string(::getpid()) + ".pt"))
-                                 .string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("mpify_gpu_learner_" + std::to_string(::getpid()) + ".pt")).string();
     half->save(path);
     auto again = classifier(Precision::float16);
     again->load(path);
