@@ -9,7 +9,8 @@ the wall time of a program that forms one DDP group over both nodes and all-redu
 With --calls: instead, a caller (Placement::slurm, 2 per node) making six calls of a
 function that does nothing, from a library without LibTorch and from one with it, fresh
 programs alternated: the first call's wall time (it starts the node templates) and the
-median of the five after it, ready and over.
+median of the five after it, ready and over; and the same with LibTorch after
+mpify::warm_nodes, which is timed too.
 Needs root, slurm-wlm and munge (scripts/install-deps.sh).
 
   python3 benchmarks/remote_ranks_bench.py --build-dir build [--rounds 5] [--calls] [--no-templates]"""
@@ -34,11 +35,14 @@ def timed(command, env):
 
 
 def call_times(command, env):
+    """[first call, median of the later ones] and, after "warmed:", warm_nodes's time first."""
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    times = [float(line.split()[2]) for line in run.stdout.splitlines() if line.startswith("call ")]
+    lines = run.stdout.splitlines()
+    times = [float(line.split()[2]) for line in lines if line.startswith("call ")]
+    warm = [float(line.split()[1]) for line in lines if line.startswith("warm_nodes: ")]
     if run.returncode != 0 or len(times) != 6:
         sys.exit(f"{' '.join(command)} failed:\n{run.stdout}{run.stderr}")
-    return [times[0], statistics.median(times[1:])]
+    return warm + [times[0], statistics.median(times[1:])]
 
 
 def compare_calls(bin_dir, rounds):
@@ -48,11 +52,11 @@ def compare_calls(bin_dir, rounds):
         if job is None:
             sys.exit("no allocation")
         try:
-            times = {"plain": [], "torch": []}
+            modes = {"plain": "calls:plain", "torch": "calls:torch", "torch, warmed": "warmed:torch"}
+            times = {kind: [] for kind in modes}
             for _ in range(rounds):
-                for kind in times:
-                    command = [f"{bin_dir}/mpify_test_remote_caller", f"calls:{kind}", f"slurm:{job}", "2", "60000",
-                               "n1", "n2"]
+                for kind, mode in modes.items():
+                    command = [f"{bin_dir}/mpify_test_remote_caller", mode, f"slurm:{job}", "2", "60000", "n1", "n2"]
                     times[kind].append(call_times(command, env))
         finally:
             subprocess.run(["scancel", job], env=cluster.env, capture_output=True)
@@ -60,14 +64,16 @@ def compare_calls(bin_dir, rounds):
     print("|---|---|---|---|")
     medians = {}
     for kind, rows in times.items():
-        for call in (0, 1):
-            values = [row[call] for row in rows]
-            medians[kind, call] = statistics.median(values)
-            print(f"| {kind} | {('first', 'later')[call]} | {medians[kind, call]:.3f} | "
-                  f"{', '.join(f'{v:.3f}' for v in values)} |")
-    for call in (0, 1):
-        print(f"{('first', 'later')[call]} calls: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
-    print_floor(bin_dir, medians["plain", 1])
+        names = (["warm_nodes"] if kind.endswith("warmed") else []) + ["first", "later"]
+        for column, name in enumerate(names):
+            values = [row[column] for row in rows]
+            medians[kind, name] = statistics.median(values)
+            print(f"| {kind} | {name} | {medians[kind, name]:.3f} | {', '.join(f'{v:.3f}' for v in values)} |")
+    for call in ("first", "later"):
+        print(f"{call} calls: LibTorch / plain {medians['torch', call] / medians['plain', call]:.2f}")
+    print(f"after warm_nodes, the first call / a later one: "
+          f"{medians['torch, warmed', 'first'] / medians['torch, warmed', 'later']:.2f}")
+    print_floor(bin_dir, medians["plain", "later"])
 
 
 def process_floor(bin_dir, library):

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <mpify/version.hpp>
+#include <mpify/warm_nodes.hpp>
 
 #include <dlfcn.h>
 #include <signal.h>
@@ -481,6 +482,64 @@ TEST_CASE("a host's node template forks the agents and workers of later calls, a
     CHECK(without[0].second == "mpify-worker");
     CHECK(without[0].first != without[1].first);
     CHECK(no_processes_left());
+}
+
+// This process's descendants (children, their children...) named `name` in /proc.
+std::vector<pid_t> descendants_named(const std::string& name) {
+    std::vector<pid_t> found, frontier{::getpid()};
+    while (!frontier.empty()) {
+        const pid_t parent = frontier.back();
+        frontier.pop_back();
+        for (pid_t child : mpify_test::children(parent)) {
+            std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+            std::string its_name;
+            std::getline(comm, its_name);
+            if (its_name == name) found.push_back(child);
+            frontier.push_back(child);
+        }
+    }
+    return found;
+}
+
+// Whether `pid` maps the file at `path`.
+bool maps(pid_t pid, const std::string& path) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string line; std::getline(maps, line);)
+        if (line.find(path) != std::string::npos) return true;
+    return false;
+}
+
+TEST_CASE("warm_nodes starts each host's node template with the function's library, and the next call uses it",
+          "[remote][once]") {
+    mpify::stop_node_templates();
+    mpify_test::TempDir dir;
+    const std::string template_errors = dir.path() + "/node-template.err";
+    mpify::Options options;
+    // The node template's stderr in a file: what it says of its agents.
+    options.placement = mpify::Placement::by_command("%C 2>>" + template_errors, {"localhost", "localhost"}, 2);
+    options.caller_rank = std::nullopt;
+    mpify::warm_nodes(options, in_library::parent);
+    const std::vector<pid_t> warmed = descendants_named("mpify-node-tmpl");
+    REQUIRE(warmed.size() == 1);  // one host (named twice), one template
+    CHECK(maps(warmed[0], functions_library()));  // loaded before warm_nodes returned
+
+    using Parent = std::pair<int, std::string>;
+    const std::vector<Parent> first = mpify::ranch(options, 2, in_library::parent);
+    CHECK(first[0].first == warmed[0]);  // the first call's workers come from it
+    CHECK(first[1].first == warmed[0]);
+    CHECK(no_processes_left());
+    std::ifstream said(template_errors);
+    const std::string text((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+    CHECK(text.find("ended with a failure") == std::string::npos);  // its agents were dismissed, not cut off
+
+    // Nothing to warm: this machine, or node templates turned off. Nothing starts.
+    mpify::warm_nodes(mpify::Options{}, in_library::parent);
+    options.placement.template_idle = std::chrono::seconds(0);
+    mpify::warm_nodes(options, in_library::parent);
+    CHECK(mpify_test::children(::getpid()).empty());
+    CHECK_THROWS_WITH(mpify::warm_nodes(on_this_host(1, 1), in_program::noop),
+                      Catch::Contains("mpify::warm_nodes(noop)") &&
+                          Catch::Contains("is compiled into the program itself"));
 }
 
 TEST_CASE("a node template that has loaded LibTorch forks agents that do not map it", "[remote][once]") {

@@ -20,3 +20,4 @@
 #include <mpify/registry.hpp>
 #include <mpify/stack.hpp>
 #include <mpify/std_types.hpp>
+#include <mpify/warm_nodes.hpp>

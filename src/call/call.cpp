@@ -71,10 +71,7 @@ void Call::start_workers(std::string args, std::shared_ptr<SharedArguments> shar
     const WorkerHost host = choose_worker_host(plan_.function, plan_.function_name);
     const bool remote = options_.placement.launcher != Placement::Launcher::this_machine;
     if (remote && host.library.empty())
-        throw UsageError(fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; "
-                                     "put it in a shared library (load_source, or a library the program links): "
-                                     "it travels to machines that lack it",
-                                     plan_.label, plan_.function_name));
+        throw UsageError(not_on_other_machines_message(plan_.label, plan_.function_name));
     // Large ones in shared memory: to_arguments_blob put them there as it wrote them, but
     // not under a file size limit (then here, if they fit it; else through the channels).
     // Shared memory does not reach other machines: there, the arguments go with the call.

@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
-namespace {
 
 std::string unregistered_message(const void* address) {
     Dl_info info{};
@@ -25,6 +24,15 @@ std::string unregistered_message(const void* address) {
                        "program or shared library that defines it.",
                        name);
 }
+
+std::string not_on_other_machines_message(const std::string& label, const std::string& function_name) {
+    return fmt::format("{}: {} is compiled into the program itself, which is not on the other machines; put it in a "
+                       "shared library (load_source, or a library the program links): it travels to machines that "
+                       "lack it",
+                       label, function_name);
+}
+
+namespace {
 
 void check_options(const Options& options, int n, const std::string& label) {
     if (n < 1) throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", label, n));

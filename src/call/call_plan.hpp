@@ -23,6 +23,13 @@ struct CallPlan {
 /// start.
 std::string call_label(const void* function, int n, const char* api = "mpify::ranch");
 
+/// Why the function at `address` cannot be called: it is not registered (and what to add).
+std::string unregistered_message(const void* address);
+
+/// Why `function_name`, in the program itself, cannot run on other machines (and where
+/// to put it), for the messages of `label`.
+std::string not_on_other_machines_message(const std::string& label, const std::string& function_name);
+
 /// Checks the options and the request and looks the function up. Throws UsageError,
 /// naming what is wrong and what to do, before anything is spawned.
 CallPlan plan_call(const Options& options, int n, const CallRequest& request);

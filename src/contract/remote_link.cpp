@@ -34,7 +34,7 @@ LinkHeader checked_header(std::string_view bytes) {
     Reader header(bytes, "a message of a remote rank's link");
     const std::uint8_t type = header.u8("its type");
     const std::uint32_t size = header.u32("its size");
-    if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::stacks))
+    if (type < static_cast<std::uint8_t>(LinkType::hello) || type > static_cast<std::uint8_t>(LinkType::dismissed))
         throw std::runtime_error(fmt::format("a link message of unknown type {}", type));
     if (size > max_link_payload)
         throw std::runtime_error(fmt::format("a link message announces {} bytes, more than the {} allowed", size,

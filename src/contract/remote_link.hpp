@@ -65,6 +65,8 @@ enum class LinkType : std::uint8_t {
     library_bytes,
     stacks_wanted,
     stacks,
+    dismiss,    ///< instead of start: the agent ends without a worker (mpify::warm_nodes)
+    dismissed,  ///< the agent's answer: empty, or why its node template could not load the library
 };
 constexpr std::size_t link_header_size = 5;
 /// The largest payload of one message.

@@ -76,6 +76,7 @@ void send_fork_request(int socket, const ForkRequest& request, const std::vector
     out.str(request.library_origin);
     out.u32(static_cast<std::uint32_t>(request.env.size()));
     for (const std::string& entry : request.env) out.str(entry);
+    out.u8(request.answer_load ? 1 : 0);
     const std::string bytes = out.take();
     if (bytes.size() > max_message || fds.size() > max_fds)
         throw std::system_error(EMSGSIZE, std::generic_category(), "mpify: the worker's environment");
@@ -98,6 +99,9 @@ ForkRequest decode_fork_request(std::string_view bytes) {
     const std::size_t count = in.count("variables", 4, max_message / 4);
     request.env.reserve(count);
     for (std::size_t i = 0; i < count; ++i) request.env.push_back(in.str("a variable"));
+    const std::uint8_t answer = in.u8("whether to answer a load");
+    if (answer > 1) throw std::runtime_error(fmt::format("mpify: a request to the template says {} to answer", answer));
+    request.answer_load = answer == 1;
     in.expect_end();
     return request;
 }

@@ -36,6 +36,9 @@ struct ForkRequest {
     /// another path (shipped, or found in this machine's cache); empty: `library` is it.
     std::string library_origin;
     std::vector<std::string> env;  ///< the worker's whole environment, "NAME=value"
+    /// For a request without fds (load `library`, fork nothing): a reply once it is loaded
+    /// (or why not); without it such a request is answered by nothing.
+    bool answer_load = false;
 };
 
 enum class TemplateStatus : std::uint32_t {

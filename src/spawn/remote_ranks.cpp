@@ -15,6 +15,7 @@
 #include "spawn/launchers/launcher.hpp"
 #include "spawn/library_shipping.hpp"
 #include "spawn/node_templates.hpp"
+#include "spawn/template_client.hpp"
 #include "spawn/worker_host.hpp"
 
 #include <mpify/error.hpp>
@@ -37,6 +38,9 @@ namespace {
 
 // How long launchers have to end by themselves once the call is over, before SIGTERM.
 constexpr std::chrono::milliseconds launcher_farewell{1000};
+// How long a dismissed agent may take to answer: its node template loads the library
+// first (the template's own limit for that), and the link adds little.
+constexpr std::chrono::seconds dismissal_patience = WarmTemplate::fork_answer_limit + std::chrono::seconds(10);
 
 }  // namespace
 
@@ -273,6 +277,33 @@ std::string RemoteRanks::library_path(int rank, const std::string& path, std::op
     }
     throw SpawnError(fmt::format("mpify: rank {} cannot have the function's library {} on {}: {}", rank, path,
                                  state.host, why));
+}
+
+void RemoteRanks::dismiss(int rank) {
+    Rank& state = ranks_.at(rank);
+    try {
+        send_link_message(state.link.get(), LinkType::dismiss, {});
+    } catch (const std::exception& e) {
+        throw SpawnError(fmt::format("mpify: rank {} on {}: its agent could not be dismissed: {}", rank, state.host,
+                                     e.what()));
+    }
+}
+
+std::string RemoteRanks::await_dismissal(int rank, std::optional<Clock::time_point> deadline) {
+    Rank& state = ranks_.at(rank);
+    try {
+        for (;;) {
+            const LinkMessage answer = receive_link_message(state.link.get(),
+                                                            sooner(deadline, Clock::now() + dismissal_patience).value(),
+                                                            "a dismissed agent's answer");
+            if (answer.type == LinkType::dismissed) return answer.payload;
+            if (answer.type != LinkType::alive)
+                throw std::runtime_error(fmt::format("its agent answered the dismissal with type {}",
+                                                     static_cast<int>(answer.type)));
+        }
+    } catch (const std::runtime_error& e) {
+        throw SpawnError(fmt::format("mpify: rank {} on {}: {}", rank, state.host, e.what()));
+    }
 }
 
 const std::string& RemoteRanks::host(int rank) const { return ranks_.at(rank).host; }

@@ -66,6 +66,15 @@ public:
     /// its host and why when it cannot.
     std::string library_path(int rank, const std::string& path, std::optional<Clock::time_point> deadline);
 
+    /// Ends `rank`'s agent without a worker (instead of start), after its node template has
+    /// loaded the libraries placed (mpify::warm_nodes); they stay there. Without waiting:
+    /// await_dismissal() does.
+    void dismiss(int rank);
+    /// Waits until `rank`'s dismissed agent says it is done: "" when its node template
+    /// loaded the libraries (or it has none), else why not. Throws SpawnError naming the
+    /// rank and its host when the agent does not answer by `deadline`.
+    std::string await_dismissal(int rank, std::optional<Clock::time_point> deadline);
+
     /// The host `rank` runs on, as its agent named it.
     const std::string& host(int rank) const;
 

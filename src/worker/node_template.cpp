@@ -274,8 +274,17 @@ private:
         }
         request->caller = agent.pid;
         if (fds.empty()) {  // a library to load now, for the fork that comes next
-            if (!request->library.empty())
-                note_refusal(load_library_for_workers(request->library, request->library_origin));
+            TemplateReply loaded;
+            if (!request->library.empty()) {
+                loaded = load_library_for_workers(request->library, request->library_origin);
+                note_refusal(loaded);
+            }
+            if (!request->answer_load) return;
+            try {
+                send_reply(agent.socket.get(), loaded);
+            } catch (const std::exception&) {
+                forget_agent(agent);
+            }
             return;
         }
         TemplateReply reply = fork_worker(*request, fds);

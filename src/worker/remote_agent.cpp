@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <string>
@@ -258,10 +259,29 @@ void ask_to_preload(const UniqueFd& node_template, const PlacedLibrary& library)
     }
 }
 
+// Has the node's template load `library` and waits until it has: "" once it has, else why
+// not (mpify::warm_nodes wants the load done before its call returns).
+std::string loaded_by_node_template(int node_template, const PlacedLibrary& library) {
+    ForkRequest request = request_naming(library);
+    request.answer_load = true;
+    try {
+        send_fork_request(node_template, request, {});
+        PollSet ready;
+        ready.add(node_template, POLLIN);
+        if (ready.wait(Clock::now() + WarmTemplate::fork_answer_limit) == 0)
+            return fmt::format("it did not answer within {} s", WarmTemplate::fork_answer_limit.count());
+        const TemplateReply reply = receive_reply(node_template);
+        return reply.status == TemplateStatus::ok ? std::string() : reply.message;
+    } catch (const std::exception& e) {
+        return fmt::format("it is gone ({})", e.what());
+    }
+}
+
 // Says hello, places the call's libraries, takes the call's variables and starts the
 // worker with them: forked by the node's template when this agent has one (it is closed
-// when the template could not), else exec'd.
-StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
+// when the template could not), else exec'd. Nullopt when the caller dismissed the agent
+// instead (mpify::warm_nodes: the libraries were all it came for).
+std::optional<StartedWorker> start_rank_worker(int link, int rank, UniqueFd& node_template) {
     send_link_message(link, LinkType::hello,
                       encode_hello({MPIFY_VERSION_STRING, this_host_name(), ::getpid(), MPIFY_TORCH_VERSION_STRING}));
     // Before the start come the call's libraries, each found here or received.
@@ -273,6 +293,12 @@ StartedWorker start_rank_worker(int link, int rank, UniqueFd& node_template) {
         library.origin = library.path == offer.path ? std::string() : offer.path;
         if (node_template) ask_to_preload(node_template, library);
         start = receive_link_message(link, Clock::now() + start_patience, "the caller's start");
+    }
+    if (start.type == LinkType::dismiss) {
+        const bool loads = node_template && !library.path.empty();
+        send_link_message(link, LinkType::dismissed,
+                          loads ? loaded_by_node_template(node_template.get(), library) : "");
+        return std::nullopt;
     }
     if (start.type != LinkType::start)
         throw std::runtime_error(fmt::format("the caller sent type {} instead of start", static_cast<int>(start.type)));
@@ -320,8 +346,8 @@ void run_remote_agent(UniqueFd link, const std::string& caller, int rank, Unique
     ::signal(SIGPIPE, SIG_IGN);
     std::string failure;
     try {
-        StartedWorker worker = start_rank_worker(link.get(), rank, node_template);
-        failure = Agent(std::move(link), std::move(worker), std::move(node_template)).run();
+        std::optional<StartedWorker> worker = start_rank_worker(link.get(), rank, node_template);
+        if (worker) failure = Agent(std::move(link), std::move(*worker), std::move(node_template)).run();
     } catch (const std::exception& e) {
         failure = e.what();
     }

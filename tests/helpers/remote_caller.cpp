@@ -190,12 +190,21 @@ int main(int argc, char** argv) {
             const std::string result =
                 mpify::in_ddp(mpify::DdpOptions{}, options, n, ddp_test::wait_for_a_lost_machine);
             std::cout << "shrunk: " << result << std::endl;
-        } else if (mode == "calls:plain" || mode == "calls:torch") {
+        } else if (mode == "calls:plain" || mode == "calls:torch" || mode == "warmed:plain" || mode == "warmed:torch") {
             // Calls of a function that does nothing, from a library without LibTorch or
-            // with it: how long each is, ready and over (the first starts the node templates).
+            // with it: how long each is, ready and over (the first starts the node templates,
+            // unless warm_nodes came first: "warmed:", which times it too).
+            const bool plain = mode.find("plain") != std::string::npos;
+            if (mode.rfind("warmed:", 0) == 0) {
+                const auto began = std::chrono::steady_clock::now();
+                if (plain) mpify::warm_nodes(options, in_library::noop);
+                else mpify::warm_nodes(options, in_library::tensor_memory_cached);
+                const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+                std::cout << "warm_nodes: " << took.count() << " s" << std::endl;
+            }
             for (int call = 1; call <= 6; ++call) {
                 const auto began = std::chrono::steady_clock::now();
-                if (mode == "calls:plain") mpify::ranch(options, n, in_library::noop);
+                if (plain) mpify::ranch(options, n, in_library::noop);
                 else mpify::ranch(options, n, in_library::tensor_memory_cached);
                 const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
                 std::cout << "call " << call << ": " << took.count() << " s" << std::endl;
