@@ -12,8 +12,8 @@
 #include "common/posix.hpp"
 #include "registry/function_table.hpp"
 #include "spawn/launchers/launcher.hpp"
+#include "spawn/node_templates.hpp"
 #include "spawn/remote_ranks.hpp"
-#include "spawn/start_worker.hpp"
 #include "spawn/worker_host.hpp"
 
 #include <mpify/error.hpp>
@@ -31,9 +31,7 @@ void warm_nodes(const Options& options, const void* function) {
     FunctionEntry entry;
     if (!find_function_by_address(function, entry)) throw UsageError(unregistered_message(function));
     const Placement& wanted = options.placement;
-    const bool node_templates = wanted.template_idle.count() > 0 &&
-                                effective_spawner(Spawner::warm_template) == Spawner::warm_template;
-    if (wanted.launcher == Placement::Launcher::this_machine || !node_templates) return;
+    if (wanted.launcher == Placement::Launcher::this_machine || !uses_node_templates(wanted)) return;
     const std::string label = fmt::format("mpify::warm_nodes({})", entry.name);
     if (options.timeout.count() < 0) throw UsageError(fmt::format("{}: timeout is negative", label));
     const WorkerHost host = choose_worker_host(function, entry.name);

@@ -20,11 +20,10 @@
 namespace torch::optim {
 class Optimizer;
 }
-MPIFY_BEGIN_NAMESPACE
-class GradScaler;
-MPIFY_END_NAMESPACE
 
 MPIFY_BEGIN_NAMESPACE
+class GradScaler;
+
 namespace learner {
 
 /// The format version this build writes and reads (3: the position of a mid-epoch

@@ -31,12 +31,13 @@ Predictions Learner::get_preds(const DataSet& data) {
     std::vector<at::Tensor> outputs, losses;
     for (std::int64_t start = 0; start < rows.size(0); start += data_.batch_size) {
         const at::Tensor some = rows.narrow(0, start, std::min(data_.batch_size, rows.size(0) - start));
-        const auto [inputs, target] = batch_of(data, some);
-        const at::Tensor output = model_->forward(inputs);
+        const auto [inputs, on_device_target] = batch_of(data, some);
+        // On the host, item by item: on a GPU each item's loss would be a round trip.
+        const at::Tensor output = model_->forward(inputs).cpu(), target = on_device_target.cpu();
         at::Tensor item_losses = torch::empty({some.size(0)}, torch::kFloat);
         for (std::int64_t i = 0; i < some.size(0); ++i)
             item_losses[i] = loss_(output.narrow(0, i, 1), target.narrow(0, i, 1)).item<float>();
-        outputs.push_back(output.cpu());
+        outputs.push_back(output);
         losses.push_back(item_losses);
     }
     const at::Tensor mine = outputs.empty() ? shape_probe.narrow(0, 0, 0) : torch::cat(outputs);

@@ -3,6 +3,7 @@
 #include "common/debug_log.hpp"
 #include "common/posix.hpp"
 #include "spawn/lasting_thread.hpp"
+#include "spawn/start_worker.hpp"
 
 #include <mpify/error.hpp>
 #include <mpify/placement.hpp>
@@ -49,6 +50,10 @@ void end_template(NodeTemplate& node) noexcept {
 }
 
 }  // namespace
+
+bool uses_node_templates(const Placement& placement) {
+    return placement.template_idle.count() > 0 && effective_spawner(Spawner::warm_template) == Spawner::warm_template;
+}
 
 std::shared_ptr<NodeTemplate> node_template(const std::string& command) {
     Registry& all = registry();

@@ -9,12 +9,18 @@
 #include "contract/node_template_request.hpp"
 #include "spawn/launcher_process.hpp"
 
+#include <mpify/placement.hpp>
+
 #include <memory>
 #include <string>
 
 #include <mpify/abi.hpp>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
+
+/// Whether calls with `placement` start their remote ranks from node templates: unless its
+/// template_idle is 0 or MPIFY_SPAWNER=exec.
+bool uses_node_templates(const Placement& placement);
 
 /// A running node template as the caller holds it.
 struct NodeTemplate {

@@ -70,7 +70,7 @@ RemoteRanks::RemoteRanks(const Placement& placement, const std::vector<PlacedRan
     endpoint_ = fmt::format("tcp:{}:{}", listener_->address(), listener_->port());
     local_worker_program_ = find_mpify_worker();
     worker_program_ = placement.worker_program.empty() ? local_worker_program_ : placement.worker_program;
-    if (placement.template_idle.count() > 0 && effective_spawner(Spawner::warm_template) == Spawner::warm_template) {
+    if (uses_node_templates(placement)) {
         // The template loads the libraries its workers use: with their load-time variables.
         node_template_program_ = fmt::format(
             "env {}", shell_quoted(fmt::format("{}={}", node_template_env_var, placement.template_idle.count())));

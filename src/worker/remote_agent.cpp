@@ -225,6 +225,23 @@ ForkRequest request_naming(const PlacedLibrary& library) {
     return request;
 }
 
+// Sends `request` (with `fds`) to the node's template and returns its answer, with the fds
+// it carries in `received`; nullopt when none comes within the template's limit. Throws
+// what the socket throws when the template is gone.
+std::optional<TemplateReply> ask_node_template(int node_template, const ForkRequest& request,
+                                               const std::vector<int>& fds, std::vector<UniqueFd>* received = nullptr) {
+    send_fork_request(node_template, request, fds);
+    PollSet ready;
+    ready.add(node_template, POLLIN);
+    if (ready.wait(Clock::now() + WarmTemplate::fork_answer_limit) == 0) return std::nullopt;
+    return receive_reply(node_template, received);
+}
+
+// What a template that did not answer in time is said to have done.
+std::string no_answer_in_time() {
+    return fmt::format("it did not answer within {} s", WarmTemplate::fork_answer_limit.count());
+}
+
 // Has the node's template fork the worker of `spec`, after loading `library` (the
 // function's, where this node has it); `note` gets what it said of the fork. Throws
 // std::runtime_error saying why not.
@@ -234,13 +251,10 @@ ChildProcess fork_from_node_template(int node_template, const LaunchSpec& spec, 
     request.env = spec.env;
     std::vector<int> fds{spec.channel_fd, spec.stdout_fd, spec.stderr_fd};
     if (spec.args_fd >= 0) fds.push_back(spec.args_fd);
-    send_fork_request(node_template, request, fds);
-    PollSet ready;
-    ready.add(node_template, POLLIN);
-    if (ready.wait(Clock::now() + WarmTemplate::fork_answer_limit) == 0)
-        throw std::runtime_error(fmt::format("it did not answer within {} s", WarmTemplate::fork_answer_limit.count()));
     std::vector<UniqueFd> pidfd;
-    const TemplateReply reply = receive_reply(node_template, &pidfd);
+    const std::optional<TemplateReply> answer = ask_node_template(node_template, request, fds, &pidfd);
+    if (!answer) throw std::runtime_error(no_answer_in_time());
+    const TemplateReply& reply = *answer;
     if (reply.status != TemplateStatus::ok) throw std::runtime_error(reply.message);
     if (pidfd.size() != 1) throw std::runtime_error("its answer came without the worker's pidfd");
     note = reply.message;
@@ -265,13 +279,9 @@ std::string loaded_by_node_template(int node_template, const PlacedLibrary& libr
     ForkRequest request = request_naming(library);
     request.answer_load = true;
     try {
-        send_fork_request(node_template, request, {});
-        PollSet ready;
-        ready.add(node_template, POLLIN);
-        if (ready.wait(Clock::now() + WarmTemplate::fork_answer_limit) == 0)
-            return fmt::format("it did not answer within {} s", WarmTemplate::fork_answer_limit.count());
-        const TemplateReply reply = receive_reply(node_template);
-        return reply.status == TemplateStatus::ok ? std::string() : reply.message;
+        const std::optional<TemplateReply> reply = ask_node_template(node_template, request, {});
+        if (!reply) return no_answer_in_time();
+        return reply->status == TemplateStatus::ok ? std::string() : reply->message;
     } catch (const std::exception& e) {
         return fmt::format("it is gone ({})", e.what());
     }

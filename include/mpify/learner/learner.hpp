@@ -173,8 +173,7 @@ public:
 
     /// Writes a checkpoint to `path` (rank 0 only; other ranks do nothing): the model,
     /// the optimizer, the loss scaler (Precision::float16), where the last fit stands, the
-    /// RNG and its History. Atomic: a crash
-    /// leaves the previous file whole.
+    /// RNG and its History. Atomic: a crash leaves the previous file whole.
     void save(const std::string& path);
     /// Loads a checkpoint written by save or by the automatic checkpoints: the model, the
     /// optimizer and the History (history()); the next fit starts afresh from these
