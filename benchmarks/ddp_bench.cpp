@@ -6,7 +6,8 @@
 //   cmake --build build --target mpify_ddp_bench && ./build/bin/mpify_ddp_bench [steps]
 //   ./build/bin/mpify_ddp_bench --train N STEPS [gloo]  (one run's samples/s; python_ddp_bench.py)
 //   ./build/bin/mpify_ddp_bench --limit             (the all-reduce of 2 ranks, 4 KiB to 64 MiB,
-//                                                    against Gloo and one core's memcpy)
+//                                                    against Gloo, one core's memcpy and the
+//                                                    exchange floor of two processes)
 //   ./build/bin/mpify_ddp_bench --norms STEPS       (SyncBatchNorm2d against BatchNorm2d, 2 ranks)
 //   ./build/bin/mpify_ddp_bench --precision STEPS   (compression hooks, bfloat16 autocast)
 #include "timing.hpp"
@@ -20,7 +21,12 @@
 #include "compat/torch_compat.hpp"  // mpify's own, for the two LibTorch generations
 #include <torch/torch.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -75,6 +81,74 @@ double memcpy_throughput(std::int64_t bytes) {
     return best;
 }
 
+// The exchange floor of an all-reduce of `bytes` between two processes: each copies its
+// `bytes` into memory they share, they meet, each reads the other's, they meet again.
+// Every all-reduce of two ranks moves at least this much between their cores: each rank
+// needs, for every element, what the other holds (raw or already reduced), written where
+// it can read it. Within the caches (up to a few MiB) that costs far more than one core's
+// memcpy. A forked child and this process, spinning at their meetings; GB/s of `bytes`
+// per exchange, best of 3.
+double exchange_floor_throughput(std::int64_t bytes) {
+    struct alignas(64) Meeting {
+        std::atomic<int> arrived{0};
+        alignas(64) std::atomic<int> generation{0};
+    };
+    const std::size_t size = static_cast<std::size_t>(bytes);
+    const std::size_t mapped = 4096 + 2 * size;
+    void* shared = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return 0;
+    auto* meeting = new (shared) Meeting;
+    char* slots = static_cast<char*>(shared) + 4096;
+    auto meet = [meeting] {
+        const int generation = meeting->generation.load(std::memory_order_acquire);
+        if (meeting->arrived.fetch_add(1, std::memory_order_acq_rel) == 1) {
+            meeting->arrived.store(0, std::memory_order_relaxed);
+            meeting->generation.store(generation + 1, std::memory_order_release);
+        } else {
+            while (meeting->generation.load(std::memory_order_acquire) == generation) __builtin_ia32_pause();
+        }
+    };
+    const int repeats = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 4, 2000));
+    std::vector<char> mine(size);  // allocated before the fork: the child only copies and reads
+    const pid_t child = ::fork();
+    if (child < 0) return 0;
+    const int side = child == 0 ? 1 : 0;
+    std::memset(mine.data(), side + 1, size);
+    // In pieces of 1 MiB, as the all-reduce goes, so that a piece stays in the caches; the
+    // other's bytes are read (summed), not copied: a write of them would be more than the least.
+    const std::size_t piece = std::min<std::size_t>(size, std::size_t{1} << 20);
+    std::uint64_t seen = 0;
+    auto exchange = [&] {
+        for (std::size_t at = 0; at < size; at += piece) {
+            const std::size_t count = std::min(piece, size - at);
+            std::memcpy(slots + side * size + at, mine.data() + at, count);
+            meet();
+            const char* from = slots + (1 - side) * size + at;
+            for (std::size_t i = 0; i + 8 <= count; i += 8) {
+                std::uint64_t word;
+                std::memcpy(&word, from + i, 8);
+                seen += word;
+            }
+            meet();
+        }
+    };
+    double best = 0;
+    for (int run = 0; run < 4; ++run) {  // the first run warms up
+        meet();
+        const auto start = Clock::now();
+        for (int i = 0; i < repeats; ++i) exchange();
+        if (run > 0) best = std::max(best, static_cast<double>(bytes) * repeats / seconds_since(start) / 1e9);
+    }
+    // Every word read was the other's: 0x0101... from the parent, 0x0202... from the child.
+    const std::uint64_t words = static_cast<std::uint64_t>(repeats) * 4 * (size / 8);
+    const std::uint64_t expected = words * (side == 1 ? 0x0101010101010101ull : 0x0202020202020202ull);
+    if (child == 0) ::_exit(seen == expected ? 0 : 1);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::munmap(shared, mapped);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && seen == expected ? best : 0;
+}
+
 // The all-reduce of 2 ranks from 4 KiB to 64 MiB: mpify's shared-memory group against Gloo
 // over loopback, and against one core's memory bandwidth measured in the same run (the
 // fraction of the limit a reduction of two buffers can reach). Best of 3 each.
@@ -82,8 +156,8 @@ void print_allreduce_table(const mpify::Options& quiet) {
     mpify::DdpOptions gloo;
     gloo.backend = mpify::Backend::gloo;
     std::printf("\nall-reduce of floats, 2 ranks, GB/s (best of 3)\n");
-    std::printf("%-8s %10s %10s %8s %10s %10s %10s\n", "size", "shared", "Gloo", "ratio", "memcpy", "limit",
-                "fraction");
+    std::printf("%-8s %10s %10s %8s %10s %10s %10s %10s %10s\n", "size", "shared", "Gloo", "ratio", "memcpy", "limit",
+                "fraction", "exchange", "of it");
     for (const std::int64_t kib : {4, 64, 1024, 4096, 16384, 65536}) {
         const std::int64_t bytes = kib << 10;
         const int repeats = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 4, 2000));
@@ -94,11 +168,12 @@ void print_allreduce_table(const mpify::Options& quiet) {
             over_gloo = std::max(over_gloo, mpify::in_ddp(gloo, quiet, 2, allreduce_throughput, bytes, repeats));
         }
         const double copied = memcpy_throughput(bytes), limit = copied / 1.5;
+        const double exchanged = exchange_floor_throughput(bytes);
         char size[16];
         std::snprintf(size, sizeof size, "%lld %s", static_cast<long long>(kib < 1024 ? kib : kib >> 10),
                       kib < 1024 ? "KiB" : "MiB");
-        std::printf("%-8s %10.3g %10.3g %8.1f %10.3g %10.3g %10.2f\n", size, shared, over_gloo, shared / over_gloo,
-                    copied, limit, shared / limit);
+        std::printf("%-8s %10.3g %10.3g %8.1f %10.3g %10.3g %10.2f %10.3g %10.2f\n", size, shared, over_gloo,
+                    shared / over_gloo, copied, limit, shared / limit, exchanged, shared / exchanged);
     }
 }
 

@@ -3,6 +3,7 @@
 //
 //   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
 //   ./build/bin/mpify_bench --phases [n]     (where in_ddp(n)'s time goes over ranch(n)'s)
+//   ./build/bin/mpify_bench --group [pairs]  (in_ddp(n) against ranch(n) alone, n = 2 and 4)
 //
 // Floors: the fork floor is fork + _exit + wait of n-1 children of this process (which
 // has LibTorch loaded): no launcher that starts processes can do less. The exec floor
@@ -119,6 +120,19 @@ void print_group_phases(int n) {
 
 using mpify_bench::measure;
 
+// in_ddp(n, allreduce_rank) against ranch(n, noop), `pairs` of them in turn (template
+// spawner), for n = 2 and 4: medians in seconds and their ratio.
+void print_group_against_spawn(int pairs) {
+    std::printf("in_ddp(n, allreduce) and ranch(n, noop) in turn, %d pairs, medians\n", pairs);
+    std::printf("%-4s %12s %12s %8s\n", "n", "in_ddp (s)", "ranch (s)", "ratio");
+    mpify::ranch(2, noop);  // the template's start
+    for (int n : {2, 4}) {
+        const auto [group, plain] = mpify_bench::measure_in_turn(
+            pairs, [&] { mpify::in_ddp(n, allreduce_rank); }, [&] { mpify::ranch(n, noop); });
+        std::printf("%-4d %12.4f %12.4f %8.2f\n", n, group.median, plain.median, group.median / plain.median);
+    }
+}
+
 // Starts `count` copies of `program` at once and waits for all of them.
 void exec_and_reap(const std::string& program, int count) {
     std::vector<pid_t> pids;
@@ -166,6 +180,10 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && std::string(argv[1]) == "--phases") {
         print_group_phases(argc > 2 ? std::max(2, std::atoi(argv[2])) : 2);
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "--group") {
+        print_group_against_spawn(argc > 2 ? std::max(1, std::atoi(argv[2])) : 41);
         return 0;
     }
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;

@@ -41,6 +41,20 @@ TEST_CASE("the shared-memory group's collectives give every rank the right value
     CHECK(mpify_test::has_no_children());
 }
 
+TEST_CASE("the shared-memory group runs a waited-for collective on its caller's thread and starts its own "
+          "thread at the first one that is not",
+          "[ddp][shared_memory]") {
+    for (int n : {2, 3}) {
+        INFO(n << " ranks");
+        // Rank 0's counts; another rank whose counts differ fails the call, saying them.
+        const std::vector<int> counts = mpify::in_ddp(n, ddp_test::threads_as_collectives_go);
+        REQUIRE(counts.size() == 4);
+        CHECK(counts[1] == counts[0]);
+        CHECK(counts[2] == counts[0] + 1);
+        CHECK(counts[3] == 1);
+    }
+}
+
 TEST_CASE("ranks that call different collectives are all told so, and the group fails from then on",
           "[ddp][shared_memory][failure]") {
     const std::string said = mpify::in_ddp(3, ddp_test::mismatched_all_reduce);

@@ -1,6 +1,7 @@
 #include "ddp/collective_wait.hpp"
 
 #include "common/clock.hpp"
+#include "ddp/backends/waiting_caller.hpp"
 #include "ddp/active_group.hpp"
 #include "ddp/future_end.hpp"
 #include "forensics/call_agreement.hpp"
@@ -143,6 +144,33 @@ void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t seque
         throw Error(fmt::format("{}: {} (the backend's error: {})", what, *mismatch, failure.what()));
     }
     record_call_ended(sequence);
+}
+
+void run_collective(const char* what, std::uint64_t sequence,
+                    const std::function<c10::intrusive_ptr<c10d::Work>()>& start) {
+    // What the wait below looks for, looked for while the backend waits on this thread.
+    bool stopping = false;
+    std::optional<std::string> mismatch;
+    auto next_look = Clock::now() + check_interval;
+    WaitingCaller caller([&] {
+        if (call_stopping()) {
+            stopping = true;
+            throw Error("the call is stopping");  // ends the backend's wait; reported below
+        }
+        if (sequence == 0 || Clock::now() < next_look) return;
+        next_look = Clock::now() + check_interval;
+        mismatch = mismatch_now(what, sequence);
+        if (mismatch) throw Error(*mismatch);
+    });
+    const c10::intrusive_ptr<c10d::Work> work = start();
+    caller.leave();
+    if (stopping) stop_waiting(what);
+    if (mismatch) {
+        abandon_active_group();
+        record_call_ended(sequence);
+        throw Error(fmt::format("{}: {}", what, *mismatch));
+    }
+    wait_for_collective(*work, what, sequence);
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <mpify/abi.hpp>
@@ -33,6 +34,12 @@ std::string reduction_name(const c10d::ReduceOp& op);
 /// thrown, naming `what`. A wait that lasts, or fails, looks for a peer in a different
 /// call at the same sequence (call_agreement.hpp): mpify::Error naming both, at once.
 void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t sequence = 0);
+
+/// Starts a collective with `start` (a call of the active group's, such as allreduce) and
+/// waits for it as wait_for_collective does. The backend may run it on this thread, inside
+/// `start` (see ddp/backends/waiting_caller.hpp): its wait ends the same ways.
+void run_collective(const char* what, std::uint64_t sequence,
+                    const std::function<c10::intrusive_ptr<c10d::Work>()>& start);
 
 /// The same for the future a communication hook returned (its collectives are recorded
 /// by the hook's ddp::all_reduce_async): an interrupt or a stop of the call ends the wait;

@@ -32,7 +32,7 @@ void barrier() {
     const char* what = "mpify::ddp::barrier";
     const auto& group = detail::active_group(what);
     const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
-    detail::wait_for_collective(*group.group()->barrier(), what, sequence);
+    detail::run_collective(what, sequence, [&] { return group.group()->barrier(); });
 }
 
 void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
@@ -42,7 +42,7 @@ void all_reduce(at::Tensor& tensor, c10d::ReduceOp op) {
     c10d::AllreduceOptions options;
     options.reduceOp = op;
     const std::uint64_t sequence = detail::record_collective("allreduce", &tensor, detail::reduction_name(op), what);
-    detail::wait_for_collective(*group.group()->allreduce(tensors, options), what, sequence);
+    detail::run_collective(what, sequence, [&] { return group.group()->allreduce(tensors, options); });
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> all_reduce_async(at::Tensor& tensor, const char* site) {
@@ -62,7 +62,7 @@ void broadcast(at::Tensor& tensor, int source) {
     options.rootRank = source;
     const std::uint64_t sequence =
         detail::record_collective("broadcast", &tensor, fmt::format("from rank {}", source), what);
-    detail::wait_for_collective(*group.group()->broadcast(tensors, options), what, sequence);
+    detail::run_collective(what, sequence, [&] { return group.group()->broadcast(tensors, options); });
 }
 
 void rank0_first(const std::function<void()>& f) {
@@ -70,7 +70,7 @@ void rank0_first(const std::function<void()>& f) {
     const auto& group = detail::active_group(what);
     if (group.rank == 0) f();
     const std::uint64_t sequence = detail::record_collective("barrier", nullptr, "", what);
-    detail::wait_for_collective(*group.group()->barrier(), what, sequence);
+    detail::run_collective(what, sequence, [&] { return group.group()->barrier(); });
     if (group.rank != 0) f();
 }
 

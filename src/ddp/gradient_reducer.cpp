@@ -174,7 +174,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
         send_ready_buckets(false);
         std::vector<at::Tensor> used_list{used};
         const std::uint64_t used_sequence = record_collective("allreduce", &used, "SUM", "mpify::DDP used parameters");
-        wait_for_collective(*group->allreduce(used_list), reducer_site, used_sequence);
+        run_collective(reducer_site, used_sequence, [&] { return group->allreduce(used_list); });
         for (Bucket& b : buckets) {  // throws if a peer failed
             if (!b.hooked) {
                 wait_for_collective(*b.work, reducer_site, b.sequence);
@@ -269,7 +269,7 @@ void broadcast_from_rank0(const std::vector<at::Tensor>& tensors) {
         c10d::BroadcastOptions options;
         options.rootRank = 0;
         const std::uint64_t sequence = record_collective("broadcast", &flat[0], "from rank 0", reducer_site);
-        wait_for_collective(*active.group()->broadcast(flat, options), reducer_site, sequence);
+        run_collective(reducer_site, sequence, [&] { return active.group()->broadcast(flat, options); });
         std::int64_t offset = 0;
         for (const at::Tensor& t : group) {
             t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));

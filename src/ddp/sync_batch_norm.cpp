@@ -45,7 +45,7 @@ void sum_over_ranks(at::Tensor& sums, const char* site) {
     const ProcessGroupState& group = active_group(site);
     std::vector<at::Tensor> tensors{sums};
     const std::uint64_t sequence = record_collective("allreduce", &sums, "SUM", site);
-    wait_for_collective(*group.group()->allreduce(tensors), site, sequence);
+    run_collective(site, sequence, [&] { return group.group()->allreduce(tensors); });
 }
 
 /// A per-channel vector shaped to broadcast over `input` (1, C, 1, ...).

@@ -150,17 +150,17 @@ struct Contiguous {
 SharedMemoryGroup::SharedMemoryGroup(SharedSegment segment, std::chrono::milliseconds timeout,
                                      FormFallback form_fallback)
     : C10dBackend(segment.rank(), segment.world()), segment_(std::move(segment)), timeout_(timeout),
-      form_fallback_(std::move(form_fallback)) {
-    thread_ = start_signal_free_thread([this] { run_collectives(); });
-}
+      form_fallback_(std::move(form_fallback)) {}
 
 SharedMemoryGroup::~SharedMemoryGroup() {
+    std::thread ending;
     {
         std::lock_guard lock(queue_mutex_);
         stopping_ = true;
+        ending = std::move(thread_);
     }
     queue_changed_.notify_all();
-    thread_.join();
+    if (ending.joinable()) ending.join();
     std::lock_guard lock(fallback_mutex_);
     fallback_.reset();
 }
@@ -170,13 +170,30 @@ void SharedMemoryGroup::run_collectives() {
         std::function<void()> next;
         {
             std::unique_lock lock(queue_mutex_);
-            queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            // A collective run on a waiting caller's thread finishes before the next starts.
+            queue_changed_.wait(lock, [&] { return (stopping_ && !running_) || (!queue_.empty() && !running_); });
             if (queue_.empty()) return;  // stopping, and all called have run
             next = std::move(queue_.front());
             queue_.pop_front();
+            running_ = true;
         }
         next();
+        {
+            std::lock_guard lock(queue_mutex_);
+            running_ = false;
+        }
     }
+}
+
+bool SharedMemoryGroup::claim_if_idle() {
+    std::lock_guard lock(queue_mutex_);
+    if (running_ || !queue_.empty()) return false;
+    running_ = true;
+    return true;
+}
+
+void SharedMemoryGroup::wait_for_peers(Clock::time_point deadline, const std::string& what) {
+    segment_.barrier(deadline, what, waiting_caller_);
 }
 
 c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -192,19 +209,32 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(c10d::OpType type, std
             future->setError(std::current_exception());
         }
     };
+    auto work = c10::make_intrusive<SharedMemoryWork>(getRank(), type, future);
+    if (const WaitingCaller* caller = WaitingCaller::of_this_thread(); caller != nullptr && claim_if_idle()) {
+        waiting_caller_ = caller;
+        queued();
+        waiting_caller_ = nullptr;
+        {
+            std::lock_guard lock(queue_mutex_);
+            running_ = false;
+        }
+        queue_changed_.notify_all();  // another thread's collective may have queued meanwhile
+        return work;
+    }
     {
         std::lock_guard lock(queue_mutex_);
+        if (!thread_.joinable()) thread_ = start_signal_free_thread([this] { run_collectives(); });
         queue_.push_back(std::move(queued));
     }
     queue_changed_.notify_one();
-    return c10::make_intrusive<SharedMemoryWork>(getRank(), type, future);
+    return work;
 }
 
 void SharedMemoryGroup::meet(const SegmentCall& call, bool first, std::uint64_t sequence, Clock::time_point deadline,
                              const std::string& what) {
-    if (!first) return segment_.barrier(deadline, what);
+    if (!first) return wait_for_peers(deadline, what);
     segment_.call(sequence, getRank()) = call;
-    segment_.barrier(deadline, what);
+    wait_for_peers(deadline, what);
     for (int r = 0; r < getSize(); ++r) {
         const SegmentCall& theirs = segment_.call(sequence, r);
         if (theirs == call) continue;
@@ -253,7 +283,7 @@ void SharedMemoryGroup::run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std
             for (int r = 1; r < world; ++r) fold(result, r == 1 ? share_of(0) : result, share_of(r), op);
             if (op == c10d::ReduceOp::AVG) result.div_(world);
         }
-        segment_.barrier(deadline, what);
+        wait_for_peers(deadline, what);
         // Every share from the results' slot, before anyone writes it again: that happens
         // only after the next chunk's first barrier, which this rank reaches after reading.
         copy_bytes(local, results, count * element);
@@ -278,7 +308,7 @@ void SharedMemoryGroup::run_broadcast(at::Tensor& tensor, int root, std::uint64_
         if (getRank() == root) copy_bytes(segment_.slot(root), data.bytes() + done, count);
         meet(call, done == 0, sequence, deadline, what);
         if (getRank() != root) copy_bytes(data.bytes() + done, segment_.slot(root), count);
-        segment_.barrier(deadline, what);  // all have read before the root writes again
+        wait_for_peers(deadline, what);  // all have read before the root writes again
         done += segment_.slot_bytes();
     } while (done < total);
     if (getRank() != root) data.write_back();
@@ -304,7 +334,7 @@ void SharedMemoryGroup::run_allgather(std::vector<at::Tensor>& outputs, const at
         meet(call, done == 0, sequence, deadline, what);
         for (int r = 0; r < getSize(); ++r)
             copy_bytes(destinations[static_cast<std::size_t>(r)].bytes() + done, segment_.slot(r), count);
-        segment_.barrier(deadline, what);  // all have read before anyone writes again
+        wait_for_peers(deadline, what);  // all have read before anyone writes again
         done += segment_.slot_bytes();
     } while (done < total);
     for (Contiguous& d : destinations) d.write_back();

@@ -15,10 +15,15 @@
 // collectives are called in the same order on every rank, so every rank forms it at
 // the same call.
 //
-// Collectives run in call order on one thread of the group's own, and each returns a
-// Work whose future completes when it has ended (DDP starts a bucket's all-reduce and
-// goes on with backward). A rank that ends or gives up during a collective fails it on
-// every rank within ~20 ms, and every collective after it.
+// Collectives run in call order, each returning a Work whose future completes when it has
+// ended. One started by a thread that waits for it at once (a WaitingCaller: mpify's
+// helpers, SyncBatchNorm) runs on that thread when nothing else of the group's is under
+// way or queued; any other (DDP starts a bucket's all-reduce and goes on with backward)
+// runs on a thread of the group's own, started at the first such collective. A group that
+// only ever meets its waiting callers has no thread at all: forming and closing it start
+// and join none, and a collective costs no hand-over to a thread and back. A rank that
+// ends or gives up during a collective fails it on every rank within ~20 ms, and every
+// collective after it.
 #include "common/clock.hpp"
 #include "compat/torch_compat.hpp"
 #include "ddp/backends/shared_memory/shared_segment.hpp"
@@ -95,11 +100,18 @@ public:
     void abandon() noexcept;
 
 private:
-    /// Queues `collective` (run on the group's thread with the deadline it must meet) and
+    /// Runs `collective` with the deadline it must meet, here when this thread waits for it
+    /// and the group is idle, else queued for the group's thread (started if need be), and
     /// returns its Work; `outputs` are the future's value.
     c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                            std::function<void(Clock::time_point)> collective);
+    /// Claims the group for a collective run on the calling thread: false when another is
+    /// under way or queued (then it must queue behind them).
+    bool claim_if_idle();
     void run_collectives();
+    /// Meets the other ranks at the segment's barrier, asking the waiting caller (when the
+    /// collective runs on its thread) whether to go on as it waits.
+    void wait_for_peers(Clock::time_point deadline, const std::string& what);
     C10dBackend& fallback();
 
     void run_allreduce(at::Tensor& tensor, c10d::ReduceOp op, std::uint64_t sequence, Clock::time_point deadline);
@@ -127,8 +139,11 @@ private:
     std::condition_variable queue_changed_;
     std::deque<std::function<void()>> queue_;  // guarded by queue_mutex_
     bool stopping_ = false;        // guarded by queue_mutex_
-    std::uint64_t next_sequence_ = 0;  // only the group's thread
-    std::thread thread_;
+    bool running_ = false;         // a collective is under way (either thread); guarded by queue_mutex_
+    std::thread thread_;           // started by the first queued collective; guarded by queue_mutex_
+    // Only the thread running a collective (running_ makes it one at a time):
+    std::uint64_t next_sequence_ = 0;
+    const WaitingCaller* waiting_caller_ = nullptr;  ///< the collective runs on its thread
 };
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -220,7 +220,7 @@ void SharedSegment::check_not_failed(const std::string& what) const {
                             what, failed));
 }
 
-void SharedSegment::barrier(Clock::time_point deadline, const std::string& what) {
+void SharedSegment::barrier(Clock::time_point deadline, const std::string& what, const WaitingCaller* caller) {
     Header& h = header();
     check_not_failed(what);
     const std::uint32_t generation = h.generation.load(std::memory_order_acquire);
@@ -248,6 +248,7 @@ void SharedSegment::barrier(Clock::time_point deadline, const std::string& what)
         h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
         if (h.generation.load(std::memory_order_acquire) != generation) break;
         check_not_failed(what);
+        if (caller != nullptr) caller->while_waiting();
         const int ended = ended_peer();
         if (ended >= 0) {
             // A peer that arrived last moved the generation before it exited: look again, so

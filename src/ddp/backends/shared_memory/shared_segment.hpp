@@ -14,6 +14,7 @@
 // which. Once failed, the segment stays failed: every later collective fails at once.
 #include "common/clock.hpp"
 #include "common/unique_fd.hpp"
+#include "ddp/backends/waiting_caller.hpp"
 
 #include <sys/types.h>
 
@@ -69,8 +70,10 @@ public:
     void watch_peers(const std::vector<pid_t>& pids);
 
     /// Waits until every rank has reached this barrier as often as this one. Throws Error
-    /// (saying `what` was under way) when a peer ended or failed, or at `deadline`.
-    void barrier(Clock::time_point deadline, const std::string& what);
+    /// (saying `what` was under way) when a peer ended or failed, or at `deadline`. A
+    /// `caller` waiting on this thread is asked at each look at the peers whether to go
+    /// on (WaitingCaller::while_waiting throws when not).
+    void barrier(Clock::time_point deadline, const std::string& what, const WaitingCaller* caller = nullptr);
     /// Marks the segment failed by this rank and wakes every waiting peer. Idempotent.
     void fail() noexcept;
     /// Throws Error when a rank has failed the segment.
