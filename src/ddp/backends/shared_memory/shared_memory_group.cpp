@@ -171,17 +171,14 @@ void SharedMemoryGroup::run_collectives() {
         {
             std::unique_lock lock(queue_mutex_);
             // A collective run on a waiting caller's thread finishes before the next starts.
-            queue_changed_.wait(lock, [&] { return (stopping_ && !running_) || (!queue_.empty() && !running_); });
+            queue_changed_.wait(lock, [&] { return !running_ && (stopping_ || !queue_.empty()); });
             if (queue_.empty()) return;  // stopping, and all called have run
             next = std::move(queue_.front());
             queue_.pop_front();
             running_ = true;
         }
         next();
-        {
-            std::lock_guard lock(queue_mutex_);
-            running_ = false;
-        }
+        release_claim();
     }
 }
 
@@ -190,6 +187,14 @@ bool SharedMemoryGroup::claim_if_idle() {
     if (running_ || !queue_.empty()) return false;
     running_ = true;
     return true;
+}
+
+void SharedMemoryGroup::release_claim() {
+    {
+        std::lock_guard lock(queue_mutex_);
+        running_ = false;
+    }
+    queue_changed_.notify_all();  // the group's thread may wait for it, with a collective queued
 }
 
 void SharedMemoryGroup::wait_for_peers(Clock::time_point deadline, const std::string& what) {
@@ -214,11 +219,7 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(c10d::OpType type, std
         waiting_caller_ = caller;
         queued();
         waiting_caller_ = nullptr;
-        {
-            std::lock_guard lock(queue_mutex_);
-            running_ = false;
-        }
-        queue_changed_.notify_all();  // another thread's collective may have queued meanwhile
+        release_claim();
         return work;
     }
     {

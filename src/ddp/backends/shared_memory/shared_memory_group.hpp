@@ -108,6 +108,8 @@ private:
     /// Claims the group for a collective run on the calling thread: false when another is
     /// under way or queued (then it must queue behind them).
     bool claim_if_idle();
+    /// Ends the claim of the collective that has just run (on either thread).
+    void release_claim();
     void run_collectives();
     /// Meets the other ranks at the segment's barrier, asking the waiting caller (when the
     /// collective runs on its thread) whether to go on as it waits.
