@@ -76,10 +76,11 @@ std::vector<std::string> collectives_wrong_on_this_rank();
 /// was told (" | " between the two). A rank other than 0 not told that the ranks called
 /// different collectives throws.
 std::string mismatched_all_reduce();
-/// This rank's thread count at the start, after the helpers' collectives, and after a
-/// collective started and waited for later (with one queued behind it), then 1 if every
-/// result was right. A rank other than 0 throws when the group's thread was not started
-/// at that collective alone, or a result was wrong.
+/// How many shared-memory group threads ("mpify-shm-group") this rank has at the start,
+/// after the helpers' collectives, and after a collective started and waited for later
+/// (with one queued behind it), then 1 if every result was right. A rank other than 0
+/// throws when the group's thread was not started at that collective alone, or a result
+/// was wrong.
 std::vector<int> threads_as_collectives_go();
 /// In a group, a training loop of all-reduces in which rank `skipping_rank` skips the
 /// third and then spins in in_library::spin_in_own_loop until stopped.

@@ -122,6 +122,16 @@ int open_fd_count() { return entries_in("/proc/self/fd"); }
 
 int thread_count() { return entries_in("/proc/self/task"); }
 
+int threads_named(const std::string& name) {
+    int count = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string its_name;
+        if (std::getline(comm, its_name) && its_name == name) ++count;
+    }
+    return count;
+}
+
 long rss_kib() {
     std::ifstream status("/proc/self/status");
     std::string key;

@@ -53,6 +53,9 @@ int open_fd_count();
 /// Number of threads of this process.
 int thread_count();
 
+/// Number of threads of this process named `name` (as /proc shows it: 15 characters at most).
+int threads_named(const std::string& name);
+
 /// Resident set size of this process, in KiB.
 long rss_kib();
 
