@@ -3,7 +3,8 @@
 //
 //   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
 //   ./build/bin/mpify_bench --phases [n]     (where in_ddp(n)'s time goes over ranch(n)'s)
-//   ./build/bin/mpify_bench --group [pairs]  (in_ddp(n) against ranch(n) alone, n = 2 and 4)
+//   ./build/bin/mpify_bench --group [rounds] (in_ddp(n) against ranch(n) alone and ranch(n) of
+//                                            the same tensor without a group, n = 2 and 4)
 //
 // Floors: the fork floor is fork + _exit + wait of n-1 children of this process (which
 // has LibTorch loaded): no launcher that starts processes can do less. The exec floor
@@ -54,6 +55,14 @@ double allreduce_rank() {
     return t.item<double>();
 }
 MPIFY_REGISTER(allreduce_rank);
+
+// allreduce_rank without its group: the tensor it makes and reads, which a fresh rank
+// pays for whatever else it does (the floor under in_ddp's function over a no-op).
+double tensors_alone() {
+    const at::Tensor t = at::full({1}, static_cast<double>(mpify::local_rank()), at::kDouble);
+    return t.item<double>();
+}
+MPIFY_REGISTER(tensors_alone);
 
 using mpify_bench::steady_nanoseconds;
 
@@ -121,15 +130,20 @@ void print_group_phases(int n) {
 using mpify_bench::measure;
 
 // in_ddp(n, allreduce_rank) against ranch(n, noop), `pairs` of them in turn (template
-// spawner), for n = 2 and 4: medians in seconds and their ratio.
+// spawner), for n = 2 and 4, with ranch(n, tensors_alone) between them: medians in
+// seconds, and the ratios to ranch(n, noop) of the group and of its tensors alone.
 void print_group_against_spawn(int pairs) {
-    std::printf("in_ddp(n, allreduce) and ranch(n, noop) in turn, %d pairs, medians\n", pairs);
-    std::printf("%-4s %12s %12s %8s\n", "n", "in_ddp (s)", "ranch (s)", "ratio");
+    std::printf("in_ddp(n, allreduce), ranch(n, tensors_alone) and ranch(n, noop) in turn, %d rounds, medians\n",
+                pairs);
+    std::printf("%-4s %12s %14s %12s %8s %14s\n", "n", "in_ddp (s)", "tensors (s)", "ranch (s)", "ratio",
+                "tensors ratio");
     mpify::ranch(2, noop);  // the template's start
     for (int n : {2, 4}) {
-        const auto [group, plain] = mpify_bench::measure_in_turn(
-            pairs, [&] { mpify::in_ddp(n, allreduce_rank); }, [&] { mpify::ranch(n, noop); });
-        std::printf("%-4d %12.4f %12.4f %8.2f\n", n, group.median, plain.median, group.median / plain.median);
+        const std::vector<mpify_bench::Timing> t = mpify_bench::measure_each_in_turn(
+            pairs, {[&] { mpify::in_ddp(n, allreduce_rank); }, [&] { mpify::ranch(n, tensors_alone); },
+                    [&] { mpify::ranch(n, noop); }});
+        std::printf("%-4d %12.4f %14.4f %12.4f %8.2f %14.2f\n", n, t[0].median, t[1].median, t[2].median,
+                    t[0].median / t[2].median, t[1].median / t[2].median);
     }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -43,19 +44,24 @@ Timing measure(int repetitions, Body&& body) {
     return summary(times);
 }
 
-/// Runs `first` and `second` once each to warm up, then `repetitions` times in turn
-/// (first, second, first, ...), so that a machine that slows down or speeds up during the
-/// run moves both alike: for a ratio of the two.
+/// Runs each of `bodies` once to warm up, then `repetitions` rounds of all of them in
+/// turn, so that a machine that slows down or speeds up during the run moves them alike:
+/// for ratios among them. Their timings, in their order.
+inline std::vector<Timing> measure_each_in_turn(int repetitions, const std::vector<std::function<void()>>& bodies) {
+    for (const auto& body : bodies) body();
+    std::vector<std::vector<double>> times(bodies.size());
+    for (int i = 0; i < repetitions; ++i)
+        for (std::size_t b = 0; b < bodies.size(); ++b) time_once(bodies[b], times[b]);
+    std::vector<Timing> timings;
+    for (std::vector<double>& each : times) timings.push_back(summary(each));
+    return timings;
+}
+
+/// measure_each_in_turn of two: (first, second, first, ...).
 template <class First, class Second>
 std::pair<Timing, Timing> measure_in_turn(int repetitions, First&& first, Second&& second) {
-    first();
-    second();
-    std::vector<double> first_times, second_times;
-    for (int i = 0; i < repetitions; ++i) {
-        time_once(first, first_times);
-        time_once(second, second_times);
-    }
-    return {summary(first_times), summary(second_times)};
+    const std::vector<Timing> timings = measure_each_in_turn(repetitions, {first, second});
+    return {timings[0], timings[1]};
 }
 
 }  // namespace mpify_bench
