@@ -121,6 +121,8 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
     return place;
 }
 
+bool ranks_of_one_machine(const DdpSettings& s) { return s.store.rfind("unix:", 0) == 0; }
+
 DdpSettings settings_from_environment() {
     const std::string store = env(store_var) ? env(store_var) : "";
     const bool unix_store = store.rfind("unix:", 0) == 0;  // a one-machine in_ddp: no port

@@ -32,6 +32,10 @@ struct DdpSettings {
     std::optional<CallSecret> store_secret;
 };
 
+/// Whether the group is the ranks of one in_ddp call on one machine: they meet at a UNIX
+/// socket.
+bool ranks_of_one_machine(const DdpSettings& s);
+
 /// The variable that carries a store's secret (hex) to the ranks of an in_ddp group placed
 /// on other machines: it travels in the call's environment, over the authenticated link.
 constexpr const char* store_secret_var = "MPIFY_DDP_STORE_SECRET";

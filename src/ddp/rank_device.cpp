@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <unistd.h>
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
@@ -83,6 +84,12 @@ int gpu_for_received_tensors(int visible) {
         return worker_gpu_for_received_tensors(visible, gpus_from_environment(), mpify::local_rank());
     // The caller: where its own CUDA work goes.
     return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice().index();
+}
+
+bool machine_may_have_gpus() {
+    for (const char* sign : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg"})
+        if (::access(sign, F_OK) == 0) return true;
+    return false;
 }
 
 int visible_gpus() { return static_cast<int>(torch::cuda::device_count()); }

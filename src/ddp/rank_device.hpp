@@ -42,6 +42,11 @@ int worker_gpu_for_received_tensors(int visible, const std::vector<int>& gpus, i
 /// worker's as above (from its environment), the caller's current CUDA device.
 int gpu_for_received_tensors(int visible);
 
+/// Whether this machine has a driver through which CUDA could reach a GPU (NVIDIA's, or
+/// WSL's GPU device), looked for in /proc and /dev without CUDA. False: no process here
+/// sees a GPU, and asking CUDA would only load its runtime to hear so.
+bool machine_may_have_gpus();
+
 /// How many GPUs CUDA shows this process (0 for a LibTorch without CUDA). Initializes
 /// CUDA in the calling process: ranks only, never a template.
 int visible_gpus();

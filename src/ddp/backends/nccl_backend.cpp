@@ -5,7 +5,8 @@
 //
 // First in the automatic choice: its ranks agree in one round of the store whether every
 // one of them has a GPU of its own, and when one has not, all of them go on to the next
-// backend together (a machine without GPUs in the group, more ranks than GPUs).
+// backend together (a machine without GPUs in the group, more ranks than GPUs). The ranks
+// of one machine without a GPU driver skip it without that round.
 #include "ddp/backends/collective_backend.hpp"
 #include "ddp/rank_device.hpp"
 #include "ddp/rendezvous.hpp"
@@ -29,10 +30,13 @@ public:
     Backend kind() const override { return Backend::nccl; }
 
     // Asked for by name, each rank checks its own GPU at once (a clear error before any
-    // waiting); chosen automatically, the ranks agree in form().
+    // waiting); chosen automatically, the ranks agree in form(), except on one machine
+    // without a GPU driver: every rank there sees that alike, so none asks CUDA or waits
+    // for the others' answers.
     std::string unavailable_because(const DdpSettings& s) const override {
 #ifdef USE_C10D_NCCL
-        if (s.backend != Backend::nccl) return "";
+        if (s.backend != Backend::nccl)
+            return ranks_of_one_machine(s) && !machine_may_have_gpus() ? "this machine has no GPU driver" : "";
         const DeviceChoice choice = device_for_rank(s, visible_gpus(), /*nccl=*/true);
         return choice.trouble.empty()
                    ? ""

@@ -15,9 +15,6 @@
 MPIFY_BEGIN_DETAIL_NAMESPACE
 namespace {
 
-// The ranks of one in_ddp call on one machine: they meet at a UNIX socket.
-bool ranks_of_one_machine(const DdpSettings& s) { return s.store.rfind("unix:", 0) == 0; }
-
 // Slots of the shared-memory group: a collective's tensor goes through in pieces of this size.
 constexpr std::size_t slot_bytes = 4u << 20;
 
