@@ -3,6 +3,8 @@
 //
 //   cmake --build build --target mpify_bench && ./build/bin/mpify_bench [repetitions]
 //   ./build/bin/mpify_bench --phases [n]     (where in_ddp(n)'s time goes over ranch(n)'s)
+//   ./build/bin/mpify_bench --wake [rounds]  (a round trip to a process whose core is busy, idle;
+//                                            a forked child's copy-on-write fault)
 //   ./build/bin/mpify_bench --group [rounds] (in_ddp(n) against ranch(n) alone and ranch(n) of
 //                                            the same tensor without a group, n = 2 and 4)
 //
@@ -22,6 +24,7 @@
 #include <ATen/ATen.h>
 
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +150,69 @@ void print_group_against_spawn(int pairs) {
     }
 }
 
+// One byte to a forked child over a UNIX socket and its echo back, `rounds` times: right
+// after one another, and after this process has kept its core busy for 300 us, so that
+// the child's core has gone idle. What a store round trip pays when the store's thread and
+// the rank both sleep: medians, in microseconds.
+void print_wake_cost(int rounds) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return std::perror("socketpair");
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(pair[0]);  // so that the parent's close ends this loop
+        char byte;
+        while (::read(pair[1], &byte, 1) == 1 && ::write(pair[1], &byte, 1) == 1) {
+        }
+        ::_exit(0);
+    }
+    ::close(pair[1]);
+    auto round_trips = [&](std::chrono::microseconds idle) {
+        std::vector<double> times;
+        for (int i = 0; i < rounds; ++i) {
+            const auto busy_until = std::chrono::steady_clock::now() + idle;
+            while (std::chrono::steady_clock::now() < busy_until) {
+            }
+            char byte = 'x';
+            mpify_bench::time_once([&] { (void)(::write(pair[0], &byte, 1) == 1 && ::read(pair[0], &byte, 1) == 1); },
+                                   times);
+        }
+        return mpify_bench::summary(times).median * 1e6;
+    };
+    const double back_to_back = round_trips(std::chrono::microseconds(0));
+    const double after_idle = round_trips(std::chrono::microseconds(300));
+    ::close(pair[0]);
+    ::waitpid(child, nullptr, 0);
+    std::printf("a round trip to a forked child over a UNIX socket, medians of %d, us\n", rounds);
+    std::printf("back to back %8.1f\nafter 300 us %8.1f\n", back_to_back, after_idle);
+}
+
+// The first write to a page a forked child shares with its parent (its copy-on-write
+// fault), per page over 512 pages, median of 9 children, in microseconds.
+void print_fault_cost() {
+    constexpr std::size_t pages = 512, page = 4096;
+    std::vector<char> memory(pages * page, 1);  // touched: present in the parent, shared by a fork
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) return std::perror("pipe");
+    std::vector<double> per_page;
+    for (int child = 0; child < 9; ++child) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            std::vector<double> time;
+            mpify_bench::time_once([&] { for (std::size_t i = 0; i < pages; ++i) memory[i * page] = 2; }, time);
+            const double each = time[0] / pages * 1e6;
+            (void)!::write(pipe_fds[1], &each, sizeof each);
+            ::_exit(0);
+        }
+        double each = 0;
+        if (::read(pipe_fds[0], &each, sizeof each) == sizeof each) per_page.push_back(each);
+        ::waitpid(pid, nullptr, 0);
+    }
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    if (!per_page.empty())
+        std::printf("a copy-on-write page fault in a forked child %8.2f us\n", mpify_bench::summary(per_page).median);
+}
+
 // Starts `count` copies of `program` at once and waits for all of them.
 void exec_and_reap(const std::string& program, int count) {
     std::vector<pid_t> pids;
@@ -198,6 +264,11 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && std::string(argv[1]) == "--group") {
         print_group_against_spawn(argc > 2 ? std::max(1, std::atoi(argv[2])) : 41);
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "--wake") {
+        print_wake_cost(argc > 2 ? std::max(1, std::atoi(argv[2])) : 1001);
+        print_fault_cost();
         return 0;
     }
     const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
