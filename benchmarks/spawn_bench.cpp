@@ -198,7 +198,11 @@ void print_fault_cost() {
         const pid_t pid = ::fork();
         if (pid == 0) {
             std::vector<double> time;
-            mpify_bench::time_once([&] { for (std::size_t i = 0; i < pages; ++i) memory[i * page] = 2; }, time);
+            mpify_bench::time_once(
+                [&] {
+                    for (std::size_t i = 0; i < pages; ++i) memory[i * page] = 2;
+                },
+                time);
             const double each = time[0] / pages * 1e6;
             (void)!::write(pipe_fds[1], &each, sizeof each);
             ::_exit(0);

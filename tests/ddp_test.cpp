@@ -280,7 +280,7 @@ TEST_CASE("with MPIFY_DEBUG every rank says when it reached each round of formin
     // On a machine without NVIDIA's driver (or WSL's GPU device), a CUDA build's ranks
     // skip NCCL without its round.
     if (::access("/proc/driver/nvidia", F_OK) != 0 && ::access("/dev/nvidiactl", F_OK) != 0 &&
-        ::access("/dev/dxg", F_OK) != 0)
+        ::access("/dev/nvidia0", F_OK) != 0 && ::access("/dev/dxg", F_OK) != 0)
         CHECK_THAT(out, !Contains("said whether it has a GPU"));
     CHECK(caller.wait() == 0);
     // With a port, a Gloo group: its rounds too.
