@@ -180,13 +180,14 @@ std::string mismatched_all_reduce() {
 MPIFY_REGISTER(mismatched_all_reduce);
 
 std::vector<int> threads_as_collectives_go() {
+    const std::string group_thread = "mpify-shm-group";  // the name the group gives its thread
     const int world = mpify::ddp::world_size();
-    const int at_start = mpify_test::threads_named("mpify-shm-group");
+    const int at_start = mpify_test::threads_named(group_thread);
     at::Tensor helped = torch::ones({4});
     mpify::ddp::all_reduce(helped);
     mpify::ddp::barrier();
     mpify::ddp::broadcast(helped, 0);
-    const int after_helpers = mpify_test::threads_named("mpify-shm-group");
+    const int after_helpers = mpify_test::threads_named(group_thread);
     // Started and waited for later, as DDP's buckets are; an all-reduce called meanwhile
     // queues behind it.
     std::vector<at::Tensor> started{torch::full({4}, 2.0)};
@@ -194,7 +195,7 @@ std::vector<int> threads_as_collectives_go() {
     at::Tensor behind = torch::full({4}, 3.0);
     mpify::ddp::all_reduce(behind);
     work->wait();
-    const int after_started = mpify_test::threads_named("mpify-shm-group");
+    const int after_started = mpify_test::threads_named(group_thread);
     const bool right = helped.eq(world).all().item<bool>() && started[0].eq(2.0 * world).all().item<bool>() &&
                        behind.eq(3.0 * world).all().item<bool>();
     const std::vector<int> counts{at_start, after_helpers, after_started, right ? 1 : 0};

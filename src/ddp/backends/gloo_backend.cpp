@@ -32,7 +32,7 @@ std::shared_ptr<gloo::transport::Device> gloo_device(const DdpSettings& s) {
     // host name resolves to, often 127.0.1.1 or 127.0.0.1).
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
     if (ifname && *ifname) return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-    if (s.store.rfind("unix:", 0) == 0 || is_loopback(s.addr))
+    if (ranks_of_one_machine(s) || is_loopback(s.addr))
         return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
     return c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(s.addr));
 }
