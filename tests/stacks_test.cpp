@@ -139,3 +139,35 @@ TEST_CASE("mpify::where() from another thread shows every rank, the caller's own
     CHECK(mpify::where().empty());
     CHECK(mpify_test::has_no_children());
 }
+
+TEST_CASE("a summary skips what ships beside LibTorch and CUDA's runtimes to reach the user's frame",
+          "[stacks][summary]") {
+    // A rank of PyPI's wheel, stopped in a tensor operation's OpenMP team: the wheel's own
+    // libgomp sits in torch/lib beside libtorch_cpu.so, CUDA's runtime in nvidia/*/lib.
+    const std::string wheel = "/venv/lib/python3.11/site-packages/";
+    auto frame = [](std::string function, std::string module, std::string file = {}, int line = 0) {
+        mpify::StackFrame f;
+        f.function = std::move(function);
+        f.module = std::move(module);
+        f.file = std::move(file);
+        f.line = line;
+        return f;
+    };
+    mpify::ThreadStack thread;
+    thread.frames = {frame("gomp_barrier_wait_end", wheel + "torch/lib/libgomp.so.1"),
+                     frame("gomp_team_start", wheel + "torch/lib/libgomp.so.1"),
+                     frame("GOMP_parallel", wheel + "torch/lib/libgomp.so.1"),
+                     frame("cudaStreamSynchronize", wheel + "nvidia/cuda_runtime/lib/libcudart.so.13"),
+                     frame("at::native::fill_(at::Tensor&, c10::Scalar const&)", wheel + "torch/lib/libtorch_cpu.so"),
+                     frame("train::step(int)", "/home/me/train/libsteps.so", "/home/me/train/steps.cpp", 12),
+                     frame("main", "/home/me/train/train", "/home/me/train/main.cpp", 40)};
+    mpify::RankStack stack;
+    stack.rank = 1;
+    stack.threads = {thread};
+    CHECK(stack.summary() == "train::step(...) at steps.cpp:12 <- main at main.cpp:40");
+
+    // Only frames of libraries: the innermost ones stand in, so the summary is never empty.
+    thread.frames.resize(4);
+    stack.threads = {thread};
+    CHECK(stack.summary() == "gomp_barrier_wait_end <- gomp_team_start <- GOMP_parallel");
+}

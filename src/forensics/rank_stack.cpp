@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 MPIFY_BEGIN_NAMESPACE
 namespace {
@@ -22,16 +23,49 @@ std::string file_name(const std::string& path) {
 
 bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
-// The C and C++ runtimes, LibTorch and mpify itself: whatever the user's code is waiting
-// in, the user's own frames are the ones outside these. Code of theirs compiled into the
-// user's objects (mpify's templates, the standard library's) is known by its header.
-bool is_runtime_or_library(const StackFrame& frame) {
+std::string folder_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+bool is_libtorch(const std::string& module_name) {
+    return starts_with(module_name, "libtorch") || starts_with(module_name, "libc10");
+}
+
+// The folders LibTorch's own libraries were loaded from, in this thread's stack. What a
+// distribution of LibTorch ships beside them is LibTorch's too: PyPI's wheels carry their
+// own OpenMP runtime (libgomp.so.1) there, whose barriers a tensor operation waits in.
+std::vector<std::string> libtorch_folders(const std::vector<StackFrame>& frames) {
+    std::vector<std::string> folders;
+    for (const StackFrame& frame : frames)
+        if (is_libtorch(file_name(frame.module)) &&
+            std::find(folders.begin(), folders.end(), folder_of(frame.module)) == folders.end())
+            folders.push_back(folder_of(frame.module));
+    return folders;
+}
+
+// The runtimes LibTorch computes with, wherever they were installed (the wheels put CUDA's
+// in folders of their own, site-packages/nvidia/*/lib).
+bool is_compute_runtime(const std::string& module_name) {
+    for (const char* prefix :
+         {"libgomp", "libiomp", "libomp", "libcuda", "libcublas", "libcudnn", "libnccl", "libnvrtc", "libnvJitLink"})
+        if (starts_with(module_name, prefix)) return true;
+    return false;
+}
+
+// The C and C++ runtimes, LibTorch (with what ships beside it) and mpify itself: whatever
+// the user's code is waiting in, the user's own frames are the ones outside these. Code of
+// theirs compiled into the user's objects (mpify's templates, the standard library's) is
+// known by its header.
+bool is_runtime_or_library(const StackFrame& frame, const std::vector<std::string>& libtorch_folders) {
     const std::string& path = frame.module;
     const std::string name = file_name(path);
     const std::string& file = frame.file;
     if (starts_with(path, "/lib/") || starts_with(path, "/lib64/") || starts_with(path, "/usr/lib/") ||
-        starts_with(path, "/usr/lib64/") || starts_with(name, "libtorch") || starts_with(name, "libc10") ||
-        starts_with(name, "libmpify.so") || starts_with(name, "libmpify_torch.so") || name == "mpify-worker")
+        starts_with(path, "/usr/lib64/") || is_libtorch(name) || is_compute_runtime(name) ||
+        starts_with(name, "libmpify.so") || starts_with(name, "libmpify_torch.so") || name == "mpify-worker" ||
+        (!path.empty() &&
+         std::find(libtorch_folders.begin(), libtorch_folders.end(), folder_of(path)) != libtorch_folders.end()))
         return true;
     // In the user's object, from a library's header: the library's own function (a
     // template of std:: or mpify::), unless a function of the user's inlined it.
@@ -89,9 +123,10 @@ std::string all_frames(const std::vector<ThreadStack>& threads, const std::strin
 std::string user_frames(const std::vector<ThreadStack>& threads, const std::string& unavailable) {
     if (threads.empty()) return unavailable.empty() ? "(no stack was read)" : unavailable;
     const std::vector<StackFrame>& frames = threads.front().frames;
+    const std::vector<std::string> folders = libtorch_folders(frames);
     std::vector<const StackFrame*> shown;
     for (const StackFrame& frame : frames)
-        if (!is_runtime_or_library(frame) && !frame.function.empty() && shown.size() < summary_frames)
+        if (!is_runtime_or_library(frame, folders) && !frame.function.empty() && shown.size() < summary_frames)
             shown.push_back(&frame);
     // All of it in libraries (a rank waiting in mpify or LibTorch on behalf of nobody's
     // code shown here): the innermost frames, whatever they are.
