@@ -5,8 +5,10 @@
 //   ./build/bin/mpify_bench --phases [n]     (where in_ddp(n)'s time goes over ranch(n)'s)
 //   ./build/bin/mpify_bench --wake [rounds]  (a round trip to a process whose core is busy, idle;
 //                                            a forked child's copy-on-write fault)
-//   ./build/bin/mpify_bench --group [rounds] (in_ddp(n) against ranch(n) alone and ranch(n) of
-//                                            the same tensor without a group, n = 2 and 4)
+//   ./build/bin/mpify_bench --group [rounds] (in_ddp(n) against ranch(n) alone; between them
+//                                            the group without its collective, the tensor
+//                                            summed at one meeting through a shared page (the
+//                                            least a group adds) and the tensor alone; n = 2, 4)
 //
 // Floors: the fork floor is fork + _exit + wait of n-1 children of this process (which
 // has LibTorch loaded): no launcher that starts processes can do less. The exec floor
@@ -23,17 +25,25 @@
 
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <linux/futex.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -66,6 +76,70 @@ double tensors_alone() {
     return t.item<double>();
 }
 MPIFY_REGISTER(tensors_alone);
+
+// The page where the ranks of meeting_floor meet: how many have arrived (the futex word)
+// and each rank's value.
+struct MeetingPage {
+    std::atomic<std::uint32_t> arrived;
+    double values[64];
+};
+static_assert(sizeof(MeetingPage) <= 4096, "one page");
+
+// allreduce_rank with the least a group of fresh processes can add to its tensor: each
+// rank opens and maps the page its caller made (`page_name`), leaves its value there and
+// meets the others once (spinning 50 us, as the shared-memory group's barriers do where
+// each rank has a core, then sleeping on a futex that the last to arrive wakes), then
+// sums every rank's value into its tensor. No store, no connection, no segment of slots.
+double meeting_floor(const std::string& page_name) {
+    at::Tensor t = at::full({1}, static_cast<double>(mpify::local_rank()), at::kDouble);
+    const int fd = ::shm_open(page_name.c_str(), O_RDWR, 0);
+    if (fd < 0) throw std::runtime_error("meeting_floor: shm_open " + page_name + ": " + std::strerror(errno));
+    void* mapped = ::mmap(nullptr, sizeof(MeetingPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (mapped == MAP_FAILED) throw std::runtime_error(std::string("meeting_floor: mmap: ") + std::strerror(errno));
+    auto* page = static_cast<MeetingPage*>(mapped);
+    const int n = mpify::local_world_size();
+    page->values[mpify::local_rank()] = t.data_ptr<double>()[0];
+    auto* word = reinterpret_cast<std::uint32_t*>(&page->arrived);
+    const std::uint32_t before = page->arrived.fetch_add(1, std::memory_order_acq_rel);
+    if (before + 1 == static_cast<std::uint32_t>(n)) {
+        (void)::syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    } else {
+        const bool core_each = static_cast<long>(n) <= ::sysconf(_SC_NPROCESSORS_ONLN);
+        const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(core_each ? 50 : 0);
+        std::uint32_t seen;
+        while ((seen = page->arrived.load(std::memory_order_acquire)) != static_cast<std::uint32_t>(n)) {
+            if (std::chrono::steady_clock::now() >= spin_until)
+                (void)::syscall(SYS_futex, word, FUTEX_WAIT, seen, nullptr, nullptr, 0);
+        }
+    }
+    double sum = 0;
+    for (int rank = 0; rank < n; ++rank) sum += page->values[rank];
+    t.data_ptr<double>()[0] = sum;
+    ::munmap(mapped, sizeof(MeetingPage));
+    return t.item<double>();
+}
+MPIFY_REGISTER(meeting_floor);
+
+// ranch(n, meeting_floor) with the page made before the call and removed after it.
+void ranch_meeting_floor(int n) {
+    const std::string name = "/mpify-bench-meeting-" + std::to_string(::getpid());
+    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) throw std::runtime_error("shm_open " + name + ": " + std::strerror(errno));
+    const bool sized = ::ftruncate(fd, sizeof(MeetingPage)) == 0;
+    ::close(fd);
+    if (!sized) {
+        ::shm_unlink(name.c_str());
+        throw std::runtime_error(std::string("ftruncate: ") + std::strerror(errno));
+    }
+    try {
+        mpify::ranch(n, meeting_floor, name);
+    } catch (...) {
+        ::shm_unlink(name.c_str());
+        throw;
+    }
+    ::shm_unlink(name.c_str());
+}
 
 using mpify_bench::steady_nanoseconds;
 
@@ -133,20 +207,25 @@ void print_group_phases(int n) {
 using mpify_bench::measure;
 
 // in_ddp(n, allreduce_rank) against ranch(n, noop), `pairs` of them in turn (template
-// spawner), for n = 2 and 4, with ranch(n, tensors_alone) between them: medians in
-// seconds, and the ratios to ranch(n, noop) of the group and of its tensors alone.
+// spawner), for n = 2 and 4, with between them in_ddp(n, tensors_alone) (the group
+// without its collective), ranch(n, meeting_floor) and ranch(n, tensors_alone): medians in
+// seconds, and each one's ratio to ranch(n, noop).
 void print_group_against_spawn(int pairs) {
-    std::printf("in_ddp(n, allreduce), ranch(n, tensors_alone) and ranch(n, noop) in turn, %d rounds, medians\n",
+    std::printf("in_ddp(n, allreduce), in_ddp(n, tensors_alone), ranch(n, meeting_floor), ranch(n, tensors_alone) "
+                "and ranch(n, noop) in turn, %d rounds, medians in seconds, and their ratios to ranch(n, noop)\n",
                 pairs);
-    std::printf("%-4s %12s %14s %12s %8s %14s\n", "n", "in_ddp (s)", "tensors (s)", "ranch (s)", "ratio",
-                "tensors ratio");
+    std::printf("%-3s %9s %9s %9s %9s %9s | %9s %9s %9s %9s\n", "n", "in_ddp", "group", "meeting", "tensors", "ranch",
+                "in_ddp", "group", "meeting", "tensors");
     mpify::ranch(2, noop);  // the template's start
     for (int n : {2, 4}) {
         const std::vector<mpify_bench::Timing> t = mpify_bench::measure_each_in_turn(
-            pairs, {[&] { mpify::in_ddp(n, allreduce_rank); }, [&] { mpify::ranch(n, tensors_alone); },
-                    [&] { mpify::ranch(n, noop); }});
-        std::printf("%-4d %12.4f %14.4f %12.4f %8.2f %14.2f\n", n, t[0].median, t[1].median, t[2].median,
-                    t[0].median / t[2].median, t[1].median / t[2].median);
+            pairs,
+            {[&] { mpify::in_ddp(n, allreduce_rank); }, [&] { mpify::in_ddp(n, tensors_alone); },
+             [&] { ranch_meeting_floor(n); }, [&] { mpify::ranch(n, tensors_alone); }, [&] { mpify::ranch(n, noop); }});
+        const double ranch = t[4].median;
+        std::printf("%-3d %9.4f %9.4f %9.4f %9.4f %9.4f | %9.2f %9.2f %9.2f %9.2f\n", n, t[0].median, t[1].median,
+                    t[2].median, t[3].median, ranch, t[0].median / ranch, t[1].median / ranch, t[2].median / ranch,
+                    t[3].median / ranch);
     }
 }
 
