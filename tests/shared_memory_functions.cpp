@@ -93,19 +93,43 @@ std::vector<std::string> collectives_wrong_on_this_rank() {
     Findings findings;
     findings.expect("backend " + group->getBackendName(), group->getBackendName() == "mpify-shared-memory");
 
-    // Every reduce op on the types it applies to; 1001 elements: shares of unequal size.
+    // Every reduce op on the types it applies to, at two sizes (shares of unequal size):
+    // 1001 elements, a few KiB, and 20001.
     const std::vector<c10d::ReduceOp> arithmetic{c10d::ReduceOp::SUM, c10d::ReduceOp::PRODUCT, c10d::ReduceOp::MIN,
                                                  c10d::ReduceOp::MAX};
     const std::vector<c10d::ReduceOp> bitwise{c10d::ReduceOp::BAND, c10d::ReduceOp::BOR, c10d::ReduceOp::BXOR};
-    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kByte}) {
-        std::vector<c10d::ReduceOp> ops = arithmetic;
-        if (at::isIntegralType(type, false)) ops.insert(ops.end(), bitwise.begin(), bitwise.end());
-        if (at::isFloatingType(type)) ops.push_back(c10d::ReduceOp::AVG);
-        for (c10d::ReduceOp op : ops) {
-            at::Tensor t = values_of(rank, type, 1001);
-            mpify::ddp::all_reduce(t, op);
-            findings.expect(std::string("allreduce ") + op_name(op) + " of " + c10::toString(type), t,
-                            reduced(op, type, 1001, world));
+    for (std::int64_t count : {1001, 20001}) {
+        for (at::ScalarType type : {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kByte}) {
+            std::vector<c10d::ReduceOp> ops = arithmetic;
+            if (at::isIntegralType(type, false)) ops.insert(ops.end(), bitwise.begin(), bitwise.end());
+            if (at::isFloatingType(type)) ops.push_back(c10d::ReduceOp::AVG);
+            for (c10d::ReduceOp op : ops) {
+                at::Tensor t = values_of(rank, type, count);
+                mpify::ddp::all_reduce(t, op);
+                findings.expect(std::string("allreduce ") + op_name(op) + " of " + std::to_string(count) + " x " +
+                                    c10::toString(type),
+                                t, reduced(op, type, count, world));
+            }
+        }
+    }
+    // Small all-reduces in a row, each of values of its own, now and then a larger one or a
+    // broadcast between them: each gets its own sums, none an earlier one's.
+    for (int step = 0; step < 40; ++step) {
+        at::Tensor t = values_of(rank, at::kLong, 64) + step;
+        mpify::ddp::all_reduce(t);
+        findings.expect("small allreduce " + std::to_string(step) + " of a row", t,
+                        reduced(c10d::ReduceOp::SUM, at::kLong, 64, world) + step * world);
+        if (step % 7 == 3) {
+            at::Tensor large_one = values_of(rank, at::kDouble, 5000);
+            mpify::ddp::all_reduce(large_one);
+            findings.expect("large allreduce after small " + std::to_string(step), large_one,
+                            reduced(c10d::ReduceOp::SUM, at::kDouble, 5000, world));
+        }
+        if (step % 11 == 5) {
+            at::Tensor from_last = values_of(rank, at::kInt, 16);
+            mpify::ddp::broadcast(from_last, world - 1);
+            findings.expect("broadcast after small " + std::to_string(step), from_last,
+                            values_of(world - 1, at::kInt, 16));
         }
     }
     // More than a slot of shared memory (4 MiB): it goes through in chunks, the last one
