@@ -1,5 +1,6 @@
 #include "ddp_functions.hpp"
 #include "functions.hpp"
+#include "support.hpp"
 
 #include <mpify/torch.hpp>
 
@@ -253,6 +254,11 @@ MPIFY_REGISTER(fail_mid_training);
 
 std::int64_t noop_in_group() { return mpify::ddp::world_size(); }
 MPIFY_REGISTER(noop_in_group);
+
+std::vector<int> caller_helper_threads() {
+    return {mpify_test::threads_named("mpify-store"), mpify_test::threads_named("mpify-watcher")};
+}
+MPIFY_REGISTER(caller_helper_threads);
 
 bool group_is_active() { return mpify::ddp::active(); }
 MPIFY_REGISTER(group_is_active);

@@ -97,6 +97,8 @@ bool unused_parameters_stay_consistent();
 std::string rank0_first_cache(std::string dir);
 int fail_mid_training(int failing_rank);
 std::int64_t noop_in_group();
+/// How many threads of this process are named mpify-store and mpify-watcher, in a group.
+std::vector<int> caller_helper_threads();
 bool group_is_active();
 /// How many ranks of the group allocate CPU tensors through mpify's tensor memory cache
 /// (LibTorch's CPU allocator is not its default), summed over the group.

@@ -112,6 +112,14 @@ TEST_CASE("after in_ddp the caller's environment is as it was and a new group wo
     ::unsetenv("MASTER_PORT");
 }
 
+TEST_CASE("the caller's helper threads are named for what they do", "[ddp]") {
+    // Rank 0 runs in the caller, beside the group's store and the thread watching the
+    // workers: top -H, debuggers and mpify's stacks show their names.
+    CHECK(mpify::in_ddp(2, ddp_test::caller_helper_threads) == std::vector<int>{1, 1});
+    CHECK(mpify_test::threads_named("mpify-store") == 0);  // both end with the call
+    CHECK(mpify_test::threads_named("mpify-watcher") == 0);
+}
+
 TEST_CASE("a rank that never joins fails the others with its rank named", "[ddp][failure]") {
     mpify::DdpOptions options;
     options.world_size = 3;  // only 2 ranks are started: rank 2 never comes

@@ -2,6 +2,7 @@
 
 #include "call/deadline.hpp"
 #include "call/environment.hpp"
+#include "common/signal_free_thread.hpp"
 #include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
 #include "registry/rank_memory.hpp"
@@ -174,7 +175,10 @@ void Call::run_own_rank_and_supervise(const std::function<void()>& own_rank) {
 
 std::thread Call::start_watcher() {
     try {
-        return std::thread([this] { supervisor_.run(); });
+        return std::thread([this] {
+            name_this_thread("mpify-watcher");
+            supervisor_.run();
+        });
     } catch (const std::system_error& e) {
         // Out of threads or memory: the workers are running, so stop them from this thread.
         supervisor_.stop_all();

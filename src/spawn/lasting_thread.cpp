@@ -18,7 +18,7 @@ namespace {
 class LastingThread {
 public:
     LastingThread() {
-        start_signal_free_thread([this] { serve(); }).detach();  // lives as long as the process
+        start_signal_free_thread("mpify-spawner", [this] { serve(); }).detach();  // lives as long as the process
     }
 
     void run(const std::function<void()>& task) {

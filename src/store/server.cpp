@@ -88,7 +88,7 @@ struct Server::State {
 Server::Server(Endpoint endpoint, std::optional<CallSecret> secret)
     : endpoint_(std::move(endpoint)), secret_(std::move(secret)), state_(std::make_unique<State>()) {
     listener_ = listen_at(endpoint_);
-    thread_ = start_signal_free_thread([this] { serve(); });
+    thread_ = start_signal_free_thread("mpify-store", [this] { serve(); });
 }
 
 Server::~Server() {

@@ -63,7 +63,7 @@ GlooLoopWaker::Nudging GlooLoopWaker::nudge() const {
     Nudging nudging;
     if (!wake_) return nudging;
     nudging.shared_ = std::make_shared<Nudging::Shared>();
-    nudging.thread_ = start_signal_free_thread([shared = nudging.shared_, wake = wake_.get()] {
+    nudging.thread_ = start_signal_free_thread("mpify-gloo-wake", [shared = nudging.shared_, wake = wake_.get()] {
         std::unique_lock lock(shared->mutex);
         while (!shared->stop) {
             wake->notify();

@@ -10,8 +10,6 @@
 #include <ATen/core/ivalue.h>
 #include <fmt/format.h>
 
-#include <sys/prctl.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -226,11 +224,7 @@ c10::intrusive_ptr<c10d::Work> SharedMemoryGroup::enqueue(c10d::OpType type, std
     }
     {
         std::lock_guard lock(queue_mutex_);
-        if (!thread_.joinable())
-            thread_ = start_signal_free_thread([this] {
-                ::prctl(PR_SET_NAME, "mpify-shm-group");  // as `top -H` and the stacks show it
-                run_collectives();
-            });
+        if (!thread_.joinable()) thread_ = start_signal_free_thread("mpify-shm-group", [this] { run_collectives(); });
         queue_.push_back(std::move(queued));
     }
     queue_changed_.notify_one();
