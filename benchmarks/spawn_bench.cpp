@@ -126,19 +126,14 @@ void ranch_meeting_floor(int n) {
     const std::string name = "/mpify-bench-meeting-" + std::to_string(::getpid());
     const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) throw std::runtime_error("shm_open " + name + ": " + std::strerror(errno));
+    struct Unlinked {
+        const std::string& name;
+        ~Unlinked() { ::shm_unlink(name.c_str()); }
+    } removed_at_the_end{name};
     const bool sized = ::ftruncate(fd, sizeof(MeetingPage)) == 0;
     ::close(fd);
-    if (!sized) {
-        ::shm_unlink(name.c_str());
-        throw std::runtime_error(std::string("ftruncate: ") + std::strerror(errno));
-    }
-    try {
-        mpify::ranch(n, meeting_floor, name);
-    } catch (...) {
-        ::shm_unlink(name.c_str());
-        throw;
-    }
-    ::shm_unlink(name.c_str());
+    if (!sized) throw std::runtime_error(std::string("ftruncate: ") + std::strerror(errno));
+    mpify::ranch(n, meeting_floor, name);
 }
 
 using mpify_bench::steady_nanoseconds;
