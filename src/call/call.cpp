@@ -2,9 +2,9 @@
 
 #include "call/deadline.hpp"
 #include "call/environment.hpp"
-#include "common/signal_free_thread.hpp"
 #include "common/environment_list.hpp"
 #include "common/scoped_environment.hpp"
+#include "common/signal_free_thread.hpp"
 #include "registry/rank_memory.hpp"
 #include "spawn/launchers/launcher.hpp"
 #include "spawn/start_worker.hpp"
