@@ -67,6 +67,11 @@ std::string wait_for_a_lost_machine();
 // mpify's shared-memory group (shared_memory_functions.cpp).
 /// getBackendName() of the group this rank is in.
 std::string group_backend_name();
+/// Run by ranch with the environment of in_ddp's rendezvous (not by in_ddp: the guard is
+/// made here): rank `refusing` is told the wrong place for the shared memory the caller
+/// made, then every rank forms its group and all-reduces a one: "<backend> <sum>". Throws
+/// when the caller made no shared memory.
+std::string backend_after_a_rank_refused_the_segment(int refusing);
 /// Runs every collective the shared-memory group serves, on every type and reduce op
 /// it applies to, large (in pieces), transposed and empty tensors, then a call it hands
 /// to Gloo and one more after that; every rank's values are known to every rank. Rank 0

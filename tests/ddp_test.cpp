@@ -283,8 +283,8 @@ TEST_CASE("with MPIFY_DEBUG every rank says when it reached each round of formin
                                   {"-c", std::string("MPIFY_DEBUG=1 exec ") + MPIFY_TEST_DDP_CALLER + " 2 0 2 0 2>&1"});
     const std::string out = caller.read_all();
     CHECK_THAT(out, Contains("allreduce = 1"));
-    CHECK_THAT(out, Contains("mpify debug: rank 0: every rank joined and opened the shared memory after "));
-    CHECK_THAT(out, Contains("[rank 1] mpify debug: rank 1: every rank joined and opened the shared memory after "));
+    CHECK_THAT(out, Contains("mpify debug: rank 0: every rank joined the shared memory made ahead after "));
+    CHECK_THAT(out, Contains("[rank 1] mpify debug: rank 1: every rank joined the shared memory made ahead after "));
     // On a machine without NVIDIA's driver (or WSL's GPU device), a CUDA build's ranks
     // skip NCCL without its round.
     if (::access("/proc/driver/nvidia", F_OK) != 0 && ::access("/dev/nvidiactl", F_OK) != 0 &&

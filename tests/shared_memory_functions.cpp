@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -230,5 +231,21 @@ std::vector<int> threads_as_collectives_go() {
     return counts;
 }
 MPIFY_REGISTER(threads_as_collectives_go);
+
+std::string backend_after_a_rank_refused_the_segment(int refusing) {
+    // Where in_ddp's caller said the group's shared memory is (its variable, set by
+    // with_rendezvous); empty when the caller made none.
+    const char* const segment_var = "MPIFY_DDP_SEGMENT";
+    const char* said = std::getenv(segment_var);
+    if (said == nullptr || *said == '\0')
+        throw std::runtime_error("rank " + std::to_string(mpify::local_rank()) +
+                                 ": the caller made no shared memory for the group");
+    if (mpify::local_rank() == refusing) ::setenv(segment_var, "0 0 0 0 0 0", 1);  // /proc/0/fd/0: not there
+    mpify::DdpGuard guard;
+    at::Tensor one = torch::ones({1});
+    mpify::ddp::all_reduce(one);
+    return group_backend_name() + " " + std::to_string(one.item<int>());
+}
+MPIFY_REGISTER(backend_after_a_rank_refused_the_segment);
 
 }  // namespace ddp_test

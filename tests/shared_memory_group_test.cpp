@@ -12,6 +12,9 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
+#include <string>
+#include <vector>
 
 using Catch::Contains;
 
@@ -29,6 +32,20 @@ TEST_CASE("a one-machine in_ddp group on the CPU is mpify's shared-memory group 
     with_port.backend = mpify::Backend::shared_memory;
     CHECK_THROWS_WITH(mpify::in_ddp(with_port, 2, ddp_test::group_backend_name),
                       Contains("Backend::shared_memory serves the ranks of one in_ddp call on one machine"));
+}
+
+TEST_CASE("a rank that cannot open the memory in_ddp's caller made for the group sends every rank on to Gloo",
+          "[ddp][shared_memory][failure]") {
+    // in_ddp's own part around its ranch, with a guard each rank makes itself.
+    std::vector<std::string> said;
+    mpify::detail::with_rendezvous(
+        mpify::DdpOptions{}, mpify::Placement{}, 2, 0, [&](const std::map<std::string, std::string>& environment) {
+            mpify::Options options = mpify_test::quiet();
+            for (const auto& [name, value] : environment) options.env[name] = value;
+            said = mpify::ranch(options, 2, ddp_test::backend_after_a_rank_refused_the_segment, 1);
+        });
+    CHECK(said == std::vector<std::string>{"gloo 2", "gloo 2"});
+    CHECK(mpify_test::has_no_children());
 }
 
 TEST_CASE("the shared-memory group's collectives give every rank the right values", "[ddp][shared_memory]") {

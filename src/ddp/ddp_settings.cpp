@@ -161,6 +161,7 @@ DdpSettings settings_from_environment() {
                                          store_secret_var));
         }
     }
+    if (const char* segment = env(segment_var); segment != nullptr && unix_store) s.segment = segment;  // may be empty
     s.cache_tensor_memory = tensor_memory_cache_wanted(true);
     if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");
@@ -205,6 +206,8 @@ std::map<std::string, std::string> environment_for(const DdpOptions& options, co
     // torchrun's index of this machine, when the ranks per machine make one.
     if (place.node_rank >= 0) e["GROUP_RANK"] = std::to_string(place.node_rank);
     e[store_var] = store;  // hosted by the caller with base_rank 0, for every machine
+    // None unless this call's caller makes one (not an outer call's, inherited).
+    e[segment_var] = "";
     return e;
 }
 

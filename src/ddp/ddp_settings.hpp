@@ -30,6 +30,10 @@ struct DdpSettings {
     /// What the store's connections must prove (a group whose ranks run on other
     /// machines, see Options::placement); none for the others.
     std::optional<CallSecret> store_secret;
+    /// The shared memory that in_ddp's caller made for the group before it started the
+    /// ranks (SharedSegment's locator, in segment_var), when the ranks are to meet there;
+    /// empty when the group's backend makes its own as it forms.
+    std::string segment;
 };
 
 /// Whether the group is the ranks of one in_ddp call on one machine: they meet at a UNIX
@@ -39,6 +43,9 @@ bool ranks_of_one_machine(const DdpSettings& s);
 /// The variable that carries a store's secret (hex) to the ranks of an in_ddp group placed
 /// on other machines: it travels in the call's environment, over the authenticated link.
 constexpr const char* store_secret_var = "MPIFY_DDP_STORE_SECRET";
+/// The variable that tells the ranks of a one-machine in_ddp group where the shared memory
+/// their caller made for them is (DdpSettings::segment).
+constexpr const char* segment_var = "MPIFY_DDP_SEGMENT";
 
 /// Where the ranks of one call sit in the whole group.
 struct GroupPlace {

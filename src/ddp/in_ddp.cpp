@@ -3,6 +3,7 @@
 #include "common/clock.hpp"
 #include "common/endpoint.hpp"
 #include "common/posix.hpp"
+#include "ddp/backends/segment_ahead.hpp"
 #include "ddp/ddp_settings.hpp"
 #include "ddp/rank_device.hpp"
 #include "ddp/rendezvous.hpp"
@@ -229,7 +230,12 @@ void with_rendezvous(const DdpOptions& options, const Placement& placement, int 
         Endpoint endpoint;
         endpoint.unix_path = private_socket_name();
         const store::Server server(endpoint);
-        run(environment_for(options, place, endpoint.text(), 0));
+        std::map<std::string, std::string> environment = environment_for(options, place, endpoint.text(), 0);
+        // The memory a shared-memory group meets in, made now: the ranks form it there, and
+        // need the store only for what that memory does not serve.
+        const std::optional<SharedSegment> segment = segment_ahead_of_ranks(options, n, endpoint.text());
+        if (segment) environment[segment_var] = segment->locator();
+        run(environment);
         return;
     }
 

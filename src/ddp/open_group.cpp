@@ -58,7 +58,7 @@ std::unique_ptr<ProcessGroupState> open_group(const DdpSettings& s) {
     if (s.store.empty() && s.rank == 0) state->store_server = std::make_unique<store::Server>(store_endpoint(s));
     auto store = connect_store(s);
     state->store = store;
-    log.reached("store connected");
+    if (s.segment.empty()) log.reached("store connected");  // else at its first use
     state->formed = form_group(backend, FormingContext{store, s, log});
     const int gpu = state->formed->gpu() >= 0 ? state->formed->gpu() : other_backends.gpu;
     if (gpu >= 0) {

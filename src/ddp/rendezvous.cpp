@@ -52,8 +52,9 @@ Endpoint store_endpoint(const DdpSettings& s) {
 }
 
 c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s) {
-    return c10::make_intrusive<store::Client>(store_endpoint(s), s.timeout, &mpify::interrupt_requested,
-                                              s.store_secret);
+    const auto when = s.segment.empty() ? store::Client::Connect::now : store::Client::Connect::at_first_use;
+    return c10::make_intrusive<store::Client>(store_endpoint(s), s.timeout, &mpify::interrupt_requested, s.store_secret,
+                                              when);
 }
 
 std::string hosts_of(const std::vector<int>& ranks, const std::vector<store::Member>& members) {

@@ -18,7 +18,8 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 Endpoint store_endpoint(const DdpSettings& s);
 
 /// A connection to the group's store (see store_endpoint). Throws Error when it cannot
-/// be reached within s.timeout.
+/// be reached within s.timeout. A group whose ranks meet in memory its caller made
+/// (s.segment) may never need the store: its connection is made at its first use.
 c10::intrusive_ptr<store::Client> connect_store(const DdpSettings& s);
 
 /// Sets `phase`/<s.rank>, then waits until every rank of the group has set its key.

@@ -49,9 +49,9 @@ std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(by
 std::vector<uint8_t> as_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
 Client::Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted,
-               std::optional<CallSecret> secret)
+               std::optional<CallSecret> secret, Connect when)
     : c10d::Store(timeout), endpoint_(std::move(endpoint)), interrupted_(interrupted), secret_(std::move(secret)) {
-    fd_ = connect(Clock::now() + bounded(timeout));
+    if (when == Connect::now) fd_ = connect(Clock::now() + bounded(timeout));  // else call() connects
 }
 
 UniqueFd Client::connect(Clock::time_point deadline) const {

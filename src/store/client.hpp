@@ -19,12 +19,16 @@ namespace store {
 
 class Client final : public c10d::Store {
 public:
-    /// Connects to `endpoint`, retrying while nothing listens there until `timeout`,
-    /// which is also how long each get and wait may take; any wait ends early once
-    /// `interrupted` says so. With a `secret`, every connection first proves it to the
-    /// store (and checks the store's proof). Throws Error.
+    /// When a client first connects: as it is made, or at its first request (a group
+    /// that may never need its store: the connection costs nothing until it does).
+    enum class Connect { now, at_first_use };
+
+    /// Connects to `endpoint` (now, or at the first request: `when`), retrying while
+    /// nothing listens there until `timeout`, which is also how long each get and wait may
+    /// take; any wait ends early once `interrupted` says so. With a `secret`, every
+    /// connection first proves it to the store (and checks the store's proof). Throws Error.
     Client(Endpoint endpoint, std::chrono::milliseconds timeout, InterruptCheck interrupted,
-           std::optional<CallSecret> secret = std::nullopt);
+           std::optional<CallSecret> secret = std::nullopt, Connect when = Connect::now);
     /// Says goodbye (a clean end) if introduced and not yet gone.
     ~Client() override;
 

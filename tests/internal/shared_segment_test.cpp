@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 using mpify::detail::SharedSegment;
 using Catch::Matchers::Contains;
@@ -60,4 +61,77 @@ TEST_CASE("a rank gone before its peers watch it is no error until a wait needs 
                                ") ended while this rank waited for it"));
     CHECK_THROWS_WITH(segment.check_not_failed("a later collective"),
                       Contains("this rank's group failed in an earlier collective"));
+}
+
+namespace {
+
+/// Forks rank `rank` of a group of `world` meeting in `maker`'s segment: it opens the
+/// segment and joins; with `leave_at_once` it gives up at its first look instead of
+/// waiting. Exits 0 when join returned every rank's pids with its own and its parent's
+/// in place (or returned none, having given up); 1 otherwise.
+pid_t fork_rank_joining(const SharedSegment& maker, int world, int rank, bool leave_at_once = false) {
+    const std::string locator = maker.locator();
+    const pid_t parent = ::getpid();
+    const pid_t child = ::fork();
+    if (child == 0) {
+        try {
+            SharedSegment mine = SharedSegment::open(locator, world, rank);
+            const std::vector<pid_t> pids = mine.join(a_minute_from_now(), [&] { return leave_at_once; });
+            const bool as_expected = leave_at_once ? pids.empty()
+                                                   : pids.size() == static_cast<std::size_t>(world) &&
+                                                         pids[0] == parent && pids[rank] == ::getpid();
+            ::_exit(as_expected ? 0 : 1);
+        } catch (...) {
+            ::_exit(1);
+        }
+    }
+    return child;
+}
+
+int exit_status_of(pid_t child) {
+    int status = 0;
+    if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("ranks meeting in a segment made before they started learn every rank's pid", "[shared_segment]") {
+    const SharedSegment maker = SharedSegment::create(3, 4096);
+    SharedSegment rank0 = SharedSegment::open(maker.locator(), 3, 0);
+    const pid_t one = fork_rank_joining(maker, 3, 1);
+    const pid_t two = fork_rank_joining(maker, 3, 2);
+    REQUIRE(one > 0);
+    REQUIRE(two > 0);
+    const std::vector<pid_t> pids = rank0.join(a_minute_from_now(), [] { return false; });
+    CHECK(pids == std::vector<pid_t>{::getpid(), one, two});
+    CHECK(exit_status_of(one) == 0);
+    CHECK(exit_status_of(two) == 0);
+    // The meeting was the segment's first barrier: the ranks' collectives go on from it.
+    CHECK_NOTHROW(rank0.check_not_failed("after the meeting"));
+}
+
+TEST_CASE("a rank that never joins the segment made ahead is named at the group's timeout, and the others "
+          "stop waiting",
+          "[shared_segment][failure]") {
+    const SharedSegment maker = SharedSegment::create(3, 4096);
+    SharedSegment rank0 = SharedSegment::open(maker.locator(), 3, 0);
+    const pid_t one = fork_rank_joining(maker, 3, 1);  // rank 2 never comes
+    REQUIRE(one > 0);
+    CHECK_THROWS_WITH(rank0.join(std::chrono::steady_clock::now() + std::chrono::milliseconds(200),
+                                 [] { return false; }),
+                      Contains("rank(s) 2 did not join the group within its timeout"));
+    CHECK(exit_status_of(one) == 1);  // its minute's wait ended with the failure rank 0 marked
+}
+
+TEST_CASE("a rank that joined and ended before the others arrived is named; a rank that gives up leaves the "
+          "meeting",
+          "[shared_segment][failure]") {
+    const SharedSegment maker = SharedSegment::create(3, 4096);
+    SharedSegment rank0 = SharedSegment::open(maker.locator(), 3, 0);
+    const pid_t one = fork_rank_joining(maker, 3, 1, /*leave_at_once=*/true);  // rank 2 never comes
+    REQUIRE(one > 0);
+    CHECK_THROWS_WITH(rank0.join(a_minute_from_now(), [] { return false; }),
+                      Contains("rank 1 (pid " + std::to_string(one) + ") ended before every rank joined the group"));
+    CHECK(exit_status_of(one) == 0);  // its join gave up and returned no pids
 }

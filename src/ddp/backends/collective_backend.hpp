@@ -47,7 +47,7 @@ private:
 
 /// What every backend's forming is given.
 struct FormingContext {
-    const c10::intrusive_ptr<store::Client>& store;  ///< the group's store, connected
+    const c10::intrusive_ptr<store::Client>& store;  ///< the group's store (connect_store)
     const DdpSettings& settings;
     const FormingLog& log;
     /// Every rank has been seen at the store already (an earlier backend's round): the

@@ -1,11 +1,17 @@
-// mpify's shared-memory backend, for the ranks of one in_ddp call on one machine: formed in
-// one round through the store, its collectives copied through memory the ranks share
-// (shared_memory/shared_memory_group.hpp). The calls it does not serve go to a Gloo group
-// it forms when the first one is made.
+// mpify's shared-memory backend, for the ranks of one in_ddp call on one machine: its
+// collectives are copied through memory the ranks share (shared_memory/shared_memory_group.hpp).
+// in_ddp's caller makes that memory before it starts the ranks, and they form the group by
+// meeting there once, the store untouched; without it (or when a rank cannot open it), the
+// group forms in one round through the store, rank 0 making the memory. The calls it does
+// not serve go to a Gloo group it forms when the first one is made.
 #include "ddp/backends/collective_backend.hpp"
 #include "ddp/backends/gloo/gloo_group.hpp"
+#include "ddp/backends/segment_ahead.hpp"
 #include "ddp/backends/shared_memory/shared_memory_group.hpp"
 #include "ddp/rendezvous.hpp"
+
+#include <mpify/error.hpp>
+#include <mpify/interrupt.hpp>
 
 #include <fmt/format.h>
 
@@ -42,6 +48,68 @@ std::optional<SharedSegment> make_or_open_segment(store::Client& store, const Dd
     return std::nullopt;
 }
 
+// Where a rank that cannot open the segment its caller made says why: the ranks waiting
+// for it there look for this key, and then every rank forms the next backend.
+constexpr const char* refused_key = "mpify/shm/refused";
+
+// The segment in_ddp's caller made (s.segment), opened and met in by every rank, with
+// every rank's pid (by rank); none when a rank could not open it. A rank waiting there
+// for more than a moment connects to the store to look for such a refusal.
+std::optional<SharedSegment> join_segment_made_ahead(const FormingContext& c, std::vector<pid_t>& pids) {
+    const DdpSettings& s = c.settings;
+    std::optional<SharedSegment> segment;
+    try {
+        segment.emplace(SharedSegment::open(s.segment, s.world_size, s.rank));
+    } catch (const std::exception& e) {
+        const std::string why = fmt::format("rank {}: {}", s.rank, first_line_of(e));
+        if (debug_wanted()) debug_line("the shared-memory group cannot form (" + why + "); using Gloo");
+        c.store->set(refused_key, store::as_bytes(why));
+        return std::nullopt;
+    }
+    pids = segment->join(Clock::now() + s.timeout, [&] {
+        if (call_stopping())
+            throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): {} while this rank waited for the others to "
+                                    "join the group",
+                                    s.rank, s.world_size,
+                                    mpify::interrupt_requested() ? "the call was interrupted"
+                                                                 : "the call stopped its ranks (another rank "
+                                                                   "failed, or the timeout expired)"));
+        return c.store->check({refused_key});
+    });
+    if (pids.empty()) {
+        if (debug_wanted())
+            debug_line("the shared-memory group cannot form (" + store::as_string(c.store->get(refused_key)) +
+                       "); using Gloo");
+        return std::nullopt;
+    }
+    c.log.reached("every rank joined the shared memory made ahead");
+    return segment;
+}
+
+// The segment made by rank 0 as the group forms, with every rank's pid (by rank): every
+// rank reports (with its pid) in one round of the store, the round where the group's ranks
+// join. None when some rank could not open the segment: every rank sees the same reports.
+std::optional<SharedSegment> form_segment_through_store(const FormingContext& c, std::vector<pid_t>& pids) {
+    const DdpSettings& s = c.settings;
+    std::string trouble;
+    std::optional<SharedSegment> segment = make_or_open_segment(*c.store, s, trouble);
+    const std::vector<std::string> reports =
+        gather_reports(*c.store, s, "shm/opened", opened_report(trouble), "did not join the group");
+    c.log.reached("every rank joined and opened the shared memory");
+    std::string failures;
+    for (std::size_t rank = 0; rank < reports.size(); ++rank) {
+        if (reports[rank].rfind("pid ", 0) == 0) pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
+        else failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
+    }
+    if (!failures.empty()) {
+        if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");
+        return std::nullopt;
+    }
+    segment->close_descriptor();  // every rank has its own mapping now
+    segment->watch_peers(pids);
+    return segment;
+}
+
 // The shared-memory group as the guard holds it: an abandoned one ends its waits at once
 // (the peers' too: this rank has left) and is closed as usual; only a Gloo group it formed
 // for other calls is let go.
@@ -66,29 +134,14 @@ public:
                "group is not one";
     }
 
-    // Every rank reports (with its pid) in one round of the store, the round where the
-    // group's ranks join. Null when some rank could not open the segment: every rank sees
-    // the same reports, so all of them go on to the next backend (Gloo).
+    // Null when some rank could not open the segment: every rank learns it, and all of
+    // them go on to the next backend (Gloo).
     std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
         const DdpSettings& s = c.settings;
-        std::string trouble;
-        std::optional<SharedSegment> segment = make_or_open_segment(*c.store, s, trouble);
-        const std::vector<std::string> reports =
-            gather_reports(*c.store, s, "shm/opened", opened_report(trouble), "did not join the group");
-        c.log.reached("every rank joined and opened the shared memory");
         std::vector<pid_t> pids;
-        std::string failures;
-        for (std::size_t rank = 0; rank < reports.size(); ++rank) {
-            if (reports[rank].rfind("pid ", 0) == 0)
-                pids.push_back(static_cast<pid_t>(std::stol(reports[rank].substr(4))));
-            else failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
-        }
-        if (!failures.empty()) {
-            if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");
-            return nullptr;
-        }
-        segment->close_descriptor();  // every rank has its own mapping now
-        segment->watch_peers(pids);
+        std::optional<SharedSegment> segment = s.segment.empty() ? form_segment_through_store(c, pids)
+                                                                 : join_segment_made_ahead(c, pids);
+        if (!segment) return nullptr;
         // Calls the shared memory does not serve go to a Gloo group, formed at the first one.
         auto waker = std::make_shared<std::unique_ptr<GlooLoopWaker>>();
         auto form_fallback = [store = c.store, s, waker] {
@@ -106,6 +159,21 @@ public:
 const CollectiveBackend& shared_memory_backend() {
     static const SharedMemoryBackend backend;
     return backend;
+}
+
+std::optional<SharedSegment> segment_ahead_of_ranks(const DdpOptions& options, int n, const std::string& store) {
+    DdpSettings s;  // as the ranks will have them (settings_from_environment)
+    s.world_size = n;
+    s.local_world_size = n;
+    s.backend = options.backend;
+    s.gpus = options.gpus;
+    s.store = store;
+    try {
+        if (&choose_backend(s) != &shared_memory_backend()) return std::nullopt;
+        return SharedSegment::create(n, slot_bytes);
+    } catch (const std::exception&) {  // the ranks form as they would without it, and say why
+        return std::nullopt;
+    }
 }
 
 MPIFY_END_DETAIL_NAMESPACE

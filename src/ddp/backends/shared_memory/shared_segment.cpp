@@ -33,6 +33,7 @@ struct SharedSegment::Header {
     std::atomic<std::int32_t> failed_rank;  ///< -1, or the first rank that gave up
     std::uint32_t world;
     SegmentCall calls[2][most_ranks];
+    std::atomic<std::int32_t> pids[most_ranks];  ///< by rank, as each joined (join); 0 before
 };
 
 namespace {
@@ -122,6 +123,7 @@ SharedSegment SharedSegment::create(int world, std::size_t slot_bytes) {
     header->sleepers.store(0);
     header->failed_rank.store(-1);
     header->world = static_cast<std::uint32_t>(world);
+    for (std::atomic<std::int32_t>& pid : header->pids) pid.store(0);
     return SharedSegment(std::move(fd), base, size, world, 0, slot_bytes);
 }
 
@@ -165,22 +167,25 @@ SegmentCall& SharedSegment::call(std::uint64_t sequence, int rank) const noexcep
 void SharedSegment::watch_peers(const std::vector<pid_t>& pids) {
     peers_.clear();
     peers_.resize(pids.size());
-    for (std::size_t r = 0; r < pids.size(); ++r) {
-        Peer& peer = peers_[r];
-        peer.pid = pids[r];
-        if (static_cast<int>(r) == rank_) continue;
-        peer.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
-        // Gone already is not an error here: a rank whose function returned at once may
-        // have passed every barrier it needed and exited (and been reaped by its parent)
-        // before this rank looked. Only a wait for it fails, as for any ended peer.
-        peer.gone_when_watched = !peer.pidfd && errno == ESRCH;
-    }
+    for (std::size_t r = 0; r < pids.size(); ++r) watch_peer(static_cast<int>(r), pids[r]);
+}
+
+void SharedSegment::watch_peer(int rank, pid_t pid) {
+    Peer& peer = peers_[static_cast<std::size_t>(rank)];
+    peer.pid = pid;
+    if (rank == rank_) return;
+    peer.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
+    // Gone already is not an error here: a rank whose function returned at once may
+    // have passed every barrier it needed and exited (and been reaped by its parent)
+    // before this rank looked. Only a wait for it fails, as for any ended peer.
+    peer.gone_when_watched = !peer.pidfd && errno == ESRCH;
 }
 
 int SharedSegment::ended_peer() const {
     for (std::size_t r = 0; r < peers_.size(); ++r) {
         if (static_cast<int>(r) == rank_) continue;
         const Peer& peer = peers_[r];
+        if (peer.pid == 0) continue;  // not yet known (join)
         if (peer.gone_when_watched) return static_cast<int>(r);
         if (peer.pidfd) {
             pollfd p{peer.pidfd.get(), POLLIN, 0};
@@ -220,9 +225,12 @@ void SharedSegment::check_not_failed(const std::string& what) const {
                             what, failed));
 }
 
-void SharedSegment::barrier(Clock::time_point deadline, const std::string& what, const WaitingCaller* caller) {
+bool SharedSegment::passed(std::uint32_t generation) const noexcept {
+    return header().generation.load(std::memory_order_acquire) != generation;
+}
+
+bool SharedSegment::arrive_and_wait(const std::function<bool(std::uint32_t generation)>& look) {
     Header& h = header();
-    check_not_failed(what);
     const std::uint32_t generation = h.generation.load(std::memory_order_acquire);
     if (h.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
         // The last to arrive: nobody can arrive at the next barrier before the generation moves.
@@ -231,35 +239,77 @@ void SharedSegment::barrier(Clock::time_point deadline, const std::string& what,
         // sees the new generation, or this one sees it counted and wakes it.
         h.generation.fetch_add(1, std::memory_order_seq_cst);
         if (h.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(h.generation);
-        return;
+        return true;
     }
     const auto stop_spinning = Clock::now() + spin_for_;
     for (int spin = 0;; ++spin) {
-        if (h.generation.load(std::memory_order_acquire) != generation) return;
+        if (passed(generation)) return true;
         cpu_relax();
         if (spin >= spins_before_sleeping && spin % 64 == 0 && Clock::now() >= stop_spinning) break;
     }
-    while (h.generation.load(std::memory_order_acquire) == generation) {
-        const auto now = Clock::now();
+    while (!passed(generation)) {
         h.sleepers.fetch_add(1, std::memory_order_seq_cst);
+        // A wait ends by peer_check_interval, so that `look` notices a deadline within it.
         if (h.generation.load(std::memory_order_seq_cst) == generation)
-            futex_wait(h.generation, generation,
-                       std::min<std::chrono::nanoseconds>(peer_check_interval, deadline - now));
+            futex_wait(h.generation, generation, peer_check_interval);
         h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-        if (h.generation.load(std::memory_order_acquire) != generation) break;
+        if (passed(generation)) break;
+        if (look(generation)) return false;
+    }
+    return true;
+}
+
+void SharedSegment::barrier(Clock::time_point deadline, const std::string& what, const WaitingCaller* caller) {
+    check_not_failed(what);
+    arrive_and_wait([&](std::uint32_t generation) {
         check_not_failed(what);
         if (caller != nullptr) caller->while_waiting();
         const int ended = ended_peer();
-        if (ended >= 0) {
-            // A peer that arrived last moved the generation before it exited: look again, so
-            // that its exit between the look above and the poll is not taken for a failure.
-            if (h.generation.load(std::memory_order_acquire) != generation) break;
+        // A peer that arrived last moved the generation before it exited: look again, so
+        // that its exit between the look above and the poll is not taken for a failure.
+        if (ended >= 0 && !passed(generation))
             fail_with(fmt::format("{}: rank {} (pid {}) ended while this rank waited for it", what, ended,
                                   peers_[static_cast<std::size_t>(ended)].pid));
-        }
-        if (Clock::now() >= deadline)
+        if (Clock::now() >= deadline && !passed(generation))
             fail_with(fmt::format("{}: the other ranks did not all arrive within the group's timeout", what));
-    }
+        return false;
+    });
+}
+
+std::vector<pid_t> SharedSegment::join(Clock::time_point deadline, const std::function<bool()>& give_up) {
+    Header& h = header();
+    const std::string what = fmt::format("mpify::DdpGuard (rank {} of {})", rank_, world_);
+    check_not_failed(what);
+    h.pids[rank_].store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);  // released by arriving
+    peers_.clear();
+    peers_.resize(static_cast<std::size_t>(world_));
+    const bool met = arrive_and_wait([&](std::uint32_t generation) {
+        check_not_failed(what);
+        for (int r = 0; r < world_; ++r)  // the peers that arrived since the last look
+            if (const pid_t pid = h.pids[r].load(std::memory_order_acquire);
+                pid != 0 && peers_[static_cast<std::size_t>(r)].pid == 0)
+                watch_peer(r, pid);
+        if (give_up()) return true;
+        const int ended = ended_peer();
+        if (ended >= 0 && !passed(generation))
+            fail_with(fmt::format("{}: rank {} (pid {}) ended before every rank joined the group", what, ended,
+                                  peers_[static_cast<std::size_t>(ended)].pid));
+        if (Clock::now() >= deadline && !passed(generation)) {
+            std::string missing;
+            for (int r = 0; r < world_; ++r)
+                if (h.pids[r].load(std::memory_order_acquire) == 0)
+                    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+            fail_with(fmt::format("{}: rank(s) {} did not join the group within its timeout. Did every process "
+                                  "start?",
+                                  what, missing));
+        }
+        return false;
+    });
+    if (!met) return {};
+    std::vector<pid_t> pids(static_cast<std::size_t>(world_));
+    for (int r = 0; r < world_; ++r) pids[static_cast<std::size_t>(r)] = h.pids[r].load(std::memory_order_acquire);
+    watch_peers(pids);
+    return pids;
 }
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -1,11 +1,12 @@
 #pragma once
 // The memory the ranks of a one-machine group share, and the barrier they meet at in it.
 //
-// Rank 0 makes a memfd; every other rank opens it through /proc/<rank 0's pid>/fd/<fd>
-// (the same user may; nothing is named in a folder anyone else can write, nothing
-// listens) and checks that it found that very file (device, inode, owner, size). The
-// file holds a header (the barrier's counters, what each rank is calling, which rank
-// failed) and world + 1 slots: one per rank and one for results.
+// One process makes a memfd (rank 0 as the group forms, or in_ddp's caller before it
+// starts the ranks); every rank opens it through /proc/<that pid>/fd/<fd> (the same user
+// may; nothing is named in a folder anyone else can write, nothing listens) and checks
+// that it found that very file (device, inode, owner, size). The file holds a header (the
+// barrier's counters, what each rank is calling, which rank failed, the ranks' pids) and
+// world + 1 slots: one per rank and one for results.
 //
 // A rank waits at the barrier spinning a moment (longer where every rank has a core), then
 // on a futex, waking every 20 ms to look at its peers: a
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,10 +49,10 @@ public:
     /// The most ranks a segment serves (a group on one machine).
     static constexpr int most_ranks = 256;
 
-    /// Rank 0: a new segment for `world` ranks with slots of `slot_bytes`.
+    /// A new segment for `world` ranks with slots of `slot_bytes`, whose maker is rank 0.
     static SharedSegment create(int world, std::size_t slot_bytes);
-    /// Another rank: opens the segment `locator` (create()'s locator()) describes, as `rank`.
-    /// Throws Error saying why when it is not there or not the file rank 0 made.
+    /// Opens the segment `locator` (create()'s locator()) describes, as `rank`. Throws
+    /// Error saying why when it is not there or not the file its maker made.
     static SharedSegment open(const std::string& locator, int world, int rank);
 
     SharedSegment(SharedSegment&& other) noexcept;
@@ -58,10 +60,21 @@ public:
     SharedSegment(const SharedSegment&) = delete;
     ~SharedSegment();
 
-    /// "pid fd device inode size": where the others find this segment (rank 0's).
+    /// "pid fd device inode size slot": where the ranks find this segment (its maker's).
     std::string locator() const;
-    /// Rank 0 keeps its descriptor until every rank has opened the file; then it closes it.
+    /// The maker keeps its descriptor until every rank has opened the file; then it may
+    /// close it.
     void close_descriptor() noexcept { descriptor_.reset(); }
+
+    /// The ranks' first meeting, in a segment made before they started: records this
+    /// rank's pid, waits until every rank has arrived, watches the peers (watch_peers) and
+    /// returns every rank's pid, by rank. While it waits it looks, every 20 ms, at the
+    /// peers that have arrived (one that ended fails the meeting, named) and asks
+    /// `give_up`, which may throw to end the wait (an interrupt) or return true when the
+    /// ranks are to meet elsewhere (one could not open the segment): join then returns an
+    /// empty vector and the segment is left unused. At `deadline` it throws Error naming
+    /// the ranks that have not arrived.
+    std::vector<pid_t> join(Clock::time_point deadline, const std::function<bool()>& give_up);
 
     /// Watches `pids` (by rank; this rank's own entry is skipped) so that a wait notices a
     /// peer that ended. A pid that is already gone counts as ended: a wait for it fails
@@ -93,7 +106,16 @@ public:
 private:
     SharedSegment(UniqueFd descriptor, void* base, std::size_t size, int world, int rank, std::size_t slot_bytes);
     Header& header() const noexcept;
+    /// Arrives at the barrier and waits until every rank has: true then. Each time the
+    /// wait wakes without the barrier passed, `look` is called with the barrier's
+    /// generation (see passed()); it throws to end the wait, or returns true to stop it
+    /// (arrive_and_wait then returns false, its arrival left counted).
+    bool arrive_and_wait(const std::function<bool(std::uint32_t generation)>& look);
+    /// Whether the barrier of `generation` has passed.
+    bool passed(std::uint32_t generation) const noexcept;
     [[noreturn]] void fail_with(const std::string& text);
+    /// Watches rank `rank`'s `pid` from now on (watch_peers' way, for one peer).
+    void watch_peer(int rank, pid_t pid);
     /// The rank of a watched peer that has ended, or -1.
     int ended_peer() const;
 
