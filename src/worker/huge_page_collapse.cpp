@@ -25,8 +25,8 @@ std::size_t collapse_private_memory_into_huge_pages() noexcept {
         // "start-end perms offset device inode [path]": private, writable, no file's.
         unsigned long start = 0, end = 0, offset = 0, inode = 0;
         char perms[8] = {}, device[32] = {}, path[16] = {};
-        const int fields = std::sscanf(line, "%lx-%lx %7s %lx %31s %lu %15s", &start, &end, perms, &offset, device,
-                                       &inode, path);
+        const int fields =
+            std::sscanf(line, "%lx-%lx %7s %lx %31s %lu %15s", &start, &end, perms, &offset, device, &inode, path);
         if (fields < 6 || std::strcmp(perms, "rw-p") != 0 || inode != 0 || end - start > largest) continue;
         if (fields == 7 && std::strcmp(path, "[heap]") != 0) continue;  // a stack, the vdso's data...
         const std::uintptr_t first = (start + huge_page - 1) & ~(huge_page - 1);
