@@ -229,7 +229,8 @@ bool SharedSegment::passed(std::uint32_t generation) const noexcept {
     return header().generation.load(std::memory_order_acquire) != generation;
 }
 
-bool SharedSegment::arrive_and_wait(const std::function<bool(std::uint32_t generation)>& look) {
+bool SharedSegment::arrive_and_wait(Clock::time_point deadline,
+                                    const std::function<bool(std::uint32_t generation)>& look) {
     Header& h = header();
     const std::uint32_t generation = h.generation.load(std::memory_order_acquire);
     if (h.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
@@ -249,9 +250,11 @@ bool SharedSegment::arrive_and_wait(const std::function<bool(std::uint32_t gener
     }
     while (!passed(generation)) {
         h.sleepers.fetch_add(1, std::memory_order_seq_cst);
-        // A wait ends by peer_check_interval, so that `look` notices a deadline within it.
+        // A wait ends by peer_check_interval (`look` then looks at the peers), and by the
+        // deadline, so that `look` fails the wait when it is due.
         if (h.generation.load(std::memory_order_seq_cst) == generation)
-            futex_wait(h.generation, generation, peer_check_interval);
+            futex_wait(h.generation, generation,
+                       std::min<std::chrono::nanoseconds>(peer_check_interval, deadline - Clock::now()));
         h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
         if (passed(generation)) break;
         if (look(generation)) return false;
@@ -261,7 +264,7 @@ bool SharedSegment::arrive_and_wait(const std::function<bool(std::uint32_t gener
 
 void SharedSegment::barrier(Clock::time_point deadline, const std::string& what, const WaitingCaller* caller) {
     check_not_failed(what);
-    arrive_and_wait([&](std::uint32_t generation) {
+    arrive_and_wait(deadline, [&](std::uint32_t generation) {
         check_not_failed(what);
         if (caller != nullptr) caller->while_waiting();
         const int ended = ended_peer();
@@ -283,7 +286,7 @@ std::vector<pid_t> SharedSegment::join(Clock::time_point deadline, const std::fu
     h.pids[rank_].store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);  // released by arriving
     peers_.clear();
     peers_.resize(static_cast<std::size_t>(world_));
-    const bool met = arrive_and_wait([&](std::uint32_t generation) {
+    const bool met = arrive_and_wait(deadline, [&](std::uint32_t generation) {
         check_not_failed(what);
         for (int r = 0; r < world_; ++r)  // the peers that arrived since the last look
             if (const pid_t pid = h.pids[r].load(std::memory_order_acquire);

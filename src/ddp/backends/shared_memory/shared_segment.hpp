@@ -107,10 +107,10 @@ private:
     SharedSegment(UniqueFd descriptor, void* base, std::size_t size, int world, int rank, std::size_t slot_bytes);
     Header& header() const noexcept;
     /// Arrives at the barrier and waits until every rank has: true then. Each time the
-    /// wait wakes without the barrier passed, `look` is called with the barrier's
-    /// generation (see passed()); it throws to end the wait, or returns true to stop it
-    /// (arrive_and_wait then returns false, its arrival left counted).
-    bool arrive_and_wait(const std::function<bool(std::uint32_t generation)>& look);
+    /// wait wakes without the barrier passed (every 20 ms, and at `deadline`), `look` is
+    /// called with the barrier's generation (see passed()); it throws to end the wait, or
+    /// returns true to stop it (arrive_and_wait then returns false, its arrival left counted).
+    bool arrive_and_wait(Clock::time_point deadline, const std::function<bool(std::uint32_t generation)>& look);
     /// Whether the barrier of `generation` has passed.
     bool passed(std::uint32_t generation) const noexcept;
     [[noreturn]] void fail_with(const std::string& text);
