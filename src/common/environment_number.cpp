@@ -10,7 +10,11 @@ MPIFY_BEGIN_DETAIL_NAMESPACE
 
 long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
                              long long smallest, long long largest) {
-    const char* text = std::getenv(name);
+    return whole_number_of(name, std::getenv(name), fallback, on_malformed, who, smallest, largest);
+}
+
+long long whole_number_of(const char* name, const char* text, long long fallback, Malformed on_malformed,
+                          const char* who, long long smallest, long long largest) {
     if (text == nullptr || *text == '\0') return fallback;
     char* end = nullptr;
     errno = 0;

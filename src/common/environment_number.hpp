@@ -16,5 +16,8 @@ enum class Malformed {
 /// cut to fit (RANK=4294967296 is no rank 0).
 long long environment_number(const char* name, long long fallback, Malformed on_malformed, const char* who,
                              long long smallest, long long largest);
+/// The same for `text`, variable `name`'s value read elsewhere (null: unset).
+long long whole_number_of(const char* name, const char* text, long long fallback, Malformed on_malformed,
+                          const char* who, long long smallest, long long largest);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -96,6 +96,11 @@ std::uint64_t record_collective(const char* operation, const at::Tensor* tensor,
     return record_call_started(call);
 }
 
+const char* why_the_call_stops() noexcept {
+    return mpify::interrupt_requested() ? "the call was interrupted"
+                                        : "the call stopped its ranks (another rank failed, or the timeout expired)";
+}
+
 namespace {
 
 // The call this rank runs a rank of is stopping: the active group is abandoned and the
@@ -104,10 +109,7 @@ namespace {
     abandon_active_group();
     throw Error(fmt::format("{}: {} while this rank waited for its peers; the group is abandoned (a Gloo "
                             "group's threads end when Gloo gives up on the stopped ranks)",
-                            what,
-                            mpify::interrupt_requested() ? "the call was interrupted"
-                                                         : "the call stopped its ranks (another rank failed, "
-                                                           "or the timeout expired)"));
+                            what, why_the_call_stops()));
 }
 
 }  // namespace

@@ -41,6 +41,10 @@ void wait_for_collective(c10d::Work& work, const char* what, std::uint64_t seque
 void run_collective(const char* what, std::uint64_t sequence,
                     const std::function<c10::intrusive_ptr<c10d::Work>()>& start);
 
+/// Why the call this thread runs a rank of is stopping (detail::call_stopping() holds), as
+/// an error message says it: interrupted, or its ranks stopped.
+const char* why_the_call_stops() noexcept;
+
 /// The same for the future a communication hook returned (its collectives are recorded
 /// by the hook's ddp::all_reduce_async): an interrupt or a stop of the call ends the wait;
 /// the future's error is rethrown.

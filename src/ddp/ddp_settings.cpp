@@ -7,6 +7,7 @@
 #include <mpify/error.hpp>
 #include <mpify/process.hpp>
 
+#include <climits>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <sstream>
@@ -21,22 +22,43 @@ constexpr const char* gpus_var = "MPIFY_DDP_GPUS";
 constexpr const char* timeout_var = "MPIFY_DDP_TIMEOUT_MS";
 constexpr const char* store_var = "MPIFY_DDP_STORE";
 
-const char* env(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
+const char* from_process_environment(const char* name) { return std::getenv(name); }
 
-// The group's settings must be right or refused: a malformed number, or one outside
-// [smallest, largest], is a UsageError naming the variable.
-long long env_number(const char* name, long long fallback, long long smallest, long long largest) {
-    return environment_number(name, fallback, Malformed::reject, "mpify::DdpGuard", smallest, largest);
-}
+// The variables as settings_from_variables reads them: set and not empty, or null.
+class Variables {
+public:
+    explicit Variables(VariableLookup lookup) : lookup_(std::move(lookup)) {}
+
+    const char* operator()(const char* name) const {
+        const char* v = lookup_(name);
+        return v && *v ? v : nullptr;
+    }
+    // The group's settings must be right or refused: a malformed number, or one outside
+    // [smallest, largest], is a UsageError naming the variable.
+    long long number(const char* name, long long fallback, long long smallest, long long largest) const {
+        return whole_number_of(name, (*this)(name), fallback, Malformed::reject, "mpify::DdpGuard", smallest, largest);
+    }
+    // LOCAL_RANK and LOCAL_WORLD_SIZE as mpify::local_rank() and local_world_size() read them.
+    int local_rank() const {
+        return static_cast<int>(whole_number_of("LOCAL_RANK", (*this)("LOCAL_RANK"), 0, Malformed::use_fallback,
+                                                "mpify", 0, INT_MAX));
+    }
+    int local_world_size() const {
+        return static_cast<int>(whole_number_of("LOCAL_WORLD_SIZE", (*this)("LOCAL_WORLD_SIZE"), 1,
+                                                Malformed::use_fallback, "mpify", 1, INT_MAX));
+    }
+
+private:
+    VariableLookup lookup_;
+};
 
 constexpr long long most_ranks = 1000000;  // as DdpOptions::from_environment
 
 // MPIFY_TENSOR_MEMORY_CACHE=0 turns the cache off whatever the options say (a user's
 // opt-out for a whole program); 1 or unset leaves `requested`.
-bool tensor_memory_cache_wanted(bool requested) { return requested && tensor_memory_cache_allowed("mpify::DdpGuard"); }
+bool tensor_memory_cache_wanted(bool requested, const Variables& variables) {
+    return requested && variables.number(tensor_memory_cache_var, 1, 0, 1) == 1;
+}
 
 Backend parse_backend(const std::string& text) {
     if (text == "gloo") return Backend::gloo;
@@ -91,7 +113,7 @@ void check(const DdpSettings& s) {
 
 }  // namespace
 
-std::vector<int> gpus_from_environment() { return parse_gpus(env(gpus_var)); }
+std::vector<int> gpus_from_environment() { return parse_gpus(Variables(from_process_environment)(gpus_var)); }
 
 GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
     if (n < 1) throw UsageError(fmt::format("{}: n must be at least 1 (it is {})", who, n));
@@ -123,7 +145,10 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who) {
 
 bool ranks_of_one_machine(const DdpSettings& s) { return s.store.rfind("unix:", 0) == 0; }
 
-DdpSettings settings_from_environment() {
+DdpSettings settings_from_environment() { return settings_from_variables(from_process_environment); }
+
+DdpSettings settings_from_variables(const VariableLookup& lookup) {
+    const Variables env(lookup);
     const std::string store = env(store_var) ? env(store_var) : "";
     const bool unix_store = store.rfind("unix:", 0) == 0;  // a one-machine in_ddp: no port
     std::vector<std::string> missing;
@@ -140,17 +165,17 @@ DdpSettings settings_from_environment() {
                         names));
     }
     DdpSettings s;
-    s.local_rank = local_rank();
-    s.local_world_size = local_world_size();
+    s.local_rank = env.local_rank();
+    s.local_world_size = env.local_world_size();
     s.rank = env(base_rank_var) || !env("RANK")
-                 ? static_cast<int>(env_number(base_rank_var, 0, 0, most_ranks)) + s.local_rank
-                 : static_cast<int>(env_number("RANK", 0, 0, most_ranks));
-    s.world_size = static_cast<int>(env_number("WORLD_SIZE", local_world_size(), 1, most_ranks));
+                 ? static_cast<int>(env.number(base_rank_var, 0, 0, most_ranks)) + s.local_rank
+                 : static_cast<int>(env.number("RANK", 0, 0, most_ranks));
+    s.world_size = static_cast<int>(env.number("WORLD_SIZE", s.local_world_size, 1, most_ranks));
     s.addr = env("MASTER_ADDR");
-    s.port = unix_store ? 0 : static_cast<int>(env_number("MASTER_PORT", 0, 0, 65535));
+    s.port = unix_store ? 0 : static_cast<int>(env.number("MASTER_PORT", 0, 0, 65535));
     s.backend = parse_backend(env(backend_var) ? env(backend_var) : "");
     s.gpus = parse_gpus(env(gpus_var));
-    s.timeout = std::chrono::milliseconds(env_number(timeout_var, 5 * 60 * 1000, 1, 365LL * 24 * 3600 * 1000));
+    s.timeout = std::chrono::milliseconds(env.number(timeout_var, 5 * 60 * 1000, 1, 365LL * 24 * 3600 * 1000));
     s.store = store;
     if (const char* secret = env(store_secret_var)) {
         try {
@@ -161,8 +186,8 @@ DdpSettings settings_from_environment() {
                                          store_secret_var));
         }
     }
-    if (const char* segment = env(segment_var); segment != nullptr && unix_store) s.segment = segment;  // may be empty
-    s.cache_tensor_memory = tensor_memory_cache_wanted(true);
+    if (const char* segment = env(segment_var); segment != nullptr && unix_store) s.segment = segment;
+    s.cache_tensor_memory = tensor_memory_cache_wanted(true, env);
     if (s.port == 0 && !unix_store)
         throw UsageError("mpify::DdpGuard: MASTER_PORT is 0; the port must be the one the rendezvous listens on");
     check(s);
@@ -181,7 +206,8 @@ DdpSettings settings_from_options(const DdpOptions& options) {
     s.backend = options.backend;
     s.gpus = options.gpus;
     s.timeout = options.timeout;
-    s.cache_tensor_memory = tensor_memory_cache_wanted(options.cache_tensor_memory);
+    s.cache_tensor_memory =
+        tensor_memory_cache_wanted(options.cache_tensor_memory, Variables(from_process_environment));
     if (s.port == 0)
         throw UsageError("mpify::DdpGuard: port 0 (a free port) needs mpify::in_ddp to choose it and tell every "
                          "rank; with an explicit DdpGuard give the port");

@@ -6,6 +6,7 @@
 #include <mpify/ddp_guard.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ GroupPlace place_in_group(const DdpOptions& options, int n, const char* who);
 
 /// Settings from the environment; throws UsageError naming the missing variables.
 DdpSettings settings_from_environment();
+/// Where settings_from_variables reads a variable: its value, or null when it is unset.
+using VariableLookup = std::function<const char*(const char* name)>;
+/// The same, read from `lookup` instead of this process's environment: what a rank will
+/// find, asked before it starts.
+DdpSettings settings_from_variables(const VariableLookup& lookup);
 /// DdpOptions::gpus as in_ddp gave them to this process (MPIFY_DDP_GPUS); empty when it
 /// gave none. Throws UsageError when the variable is malformed.
 std::vector<int> gpus_from_environment();

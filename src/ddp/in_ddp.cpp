@@ -233,7 +233,7 @@ void with_rendezvous(const DdpOptions& options, const Placement& placement, int 
         std::map<std::string, std::string> environment = environment_for(options, place, endpoint.text(), 0);
         // The memory a shared-memory group meets in, made now: the ranks form it there, and
         // need the store only for what that memory does not serve.
-        const std::optional<SharedSegment> segment = segment_ahead_of_ranks(options, n, endpoint.text());
+        const std::optional<SharedSegment> segment = segment_ahead_of_ranks(environment, n);
         if (segment) environment[segment_var] = segment->locator();
         run(environment);
         return;

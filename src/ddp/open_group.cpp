@@ -21,7 +21,6 @@ namespace {
 // with the next available backend that can.
 std::unique_ptr<FormedGroup> form_group(const CollectiveBackend& chosen, FormingContext context) {
     if (std::unique_ptr<FormedGroup> formed = chosen.form(context)) return formed;
-    context.ranks_joined = true;  // the backend that gave up met every rank
     for (const CollectiveBackend* next : backends_after(chosen, context.settings))
         if (std::unique_ptr<FormedGroup> formed = next->form(context)) return formed;
     throw Error(fmt::format("mpify::DdpGuard (rank {}): no backend could form the group", context.settings.rank));

@@ -51,7 +51,8 @@ struct FormingContext {
     const DdpSettings& settings;
     const FormingLog& log;
     /// Every rank has been seen at the store already (an earlier backend's round): the
-    /// backend need not wait for them to join.
+    /// backend need not wait for them to join. A backend that gives up (form returns null)
+    /// sets it when its ranks agreed on that in a round every rank took part in.
     bool ranks_joined = false;
 };
 
@@ -68,7 +69,7 @@ public:
     /// Forms the group on every rank of it, or returns null when the ranks agreed this
     /// backend cannot serve them after all (every rank then tries the next one in the
     /// list that is available). Throws Error (a rank missing, connections failing).
-    virtual std::unique_ptr<FormedGroup> form(const FormingContext& context) const = 0;
+    virtual std::unique_ptr<FormedGroup> form(FormingContext& context) const = 0;
 };
 
 /// Waits until every rank of the group has joined it at the store, unless an earlier

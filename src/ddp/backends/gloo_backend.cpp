@@ -71,7 +71,7 @@ public:
     Backend kind() const override { return Backend::gloo; }
     std::string unavailable_because(const DdpSettings&) const override { return ""; }
 
-    std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
+    std::unique_ptr<FormedGroup> form(FormingContext& c) const override {
         wait_until_joined(c);
         GlooGroup gloo = form_gloo_group(c.store, c.settings, c.log, "gloo");
         return std::make_unique<FormedGroupWithGloo>(as_process_group(gloo.backend, c.store, "gloo"),

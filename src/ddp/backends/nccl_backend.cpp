@@ -47,7 +47,7 @@ public:
 #endif
     }
 
-    std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
+    std::unique_ptr<FormedGroup> form(FormingContext& c) const override {
         const DdpSettings& s = c.settings;
 #ifdef USE_C10D_NCCL
         const DeviceChoice choice = device_for_rank(s, visible_gpus(), /*nccl=*/true);
@@ -62,7 +62,8 @@ public:
             if (s.backend == Backend::nccl)
                 throw UsageError(fmt::format("mpify::DdpGuard (rank {}): the NCCL backend cannot serve this group: {}",
                                              s.rank, troubles));
-            return nullptr;  // every rank saw the same reports: all go on to the next backend
+            c.ranks_joined = true;  // every rank reported
+            return nullptr;         // and saw the same reports: all go on to the next backend
         }
         c10::cuda::set_device(static_cast<c10::DeviceIndex>(choice.gpu));
         auto options = c10d::ProcessGroupNCCL::Options::create();

@@ -4,8 +4,7 @@
 // meeting there and no round through the store (shared_memory_backend.cpp).
 #include "ddp/backends/shared_memory/shared_segment.hpp"
 
-#include <mpify/ddp_guard.hpp>
-
+#include <map>
 #include <optional>
 #include <string>
 
@@ -13,10 +12,11 @@
 
 MPIFY_BEGIN_DETAIL_NAMESPACE
 
-/// The segment for a group of `n` ranks on this machine meeting at the store `store`
-/// ("unix:..."), when the backend they will choose with `options` is the shared-memory one
-/// and it can be made; none otherwise (the ranks then form as usual). The caller keeps it
-/// until the call ends and gives the ranks its locator in segment_var.
-std::optional<SharedSegment> segment_ahead_of_ranks(const DdpOptions& options, int n, const std::string& store);
+/// The segment for a group of `n` ranks on this machine whose guards will read their
+/// settings from `environment` (environment_for's, over this process's environment), when
+/// the backend they will choose is the shared-memory one and it can be made; none
+/// otherwise (the ranks then form as usual). The caller keeps it until the call ends and
+/// gives the ranks its locator in segment_var.
+std::optional<SharedSegment> segment_ahead_of_ranks(const std::map<std::string, std::string>& environment, int n);
 
 MPIFY_END_DETAIL_NAMESPACE

@@ -8,6 +8,7 @@
 #include "ddp/backends/gloo/gloo_group.hpp"
 #include "ddp/backends/segment_ahead.hpp"
 #include "ddp/backends/shared_memory/shared_memory_group.hpp"
+#include "ddp/collective_wait.hpp"
 #include "ddp/rendezvous.hpp"
 
 #include <mpify/error.hpp>
@@ -15,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <unistd.h>
 
@@ -23,6 +26,12 @@ namespace {
 
 // Slots of the shared-memory group: a collective's tensor goes through in pieces of this size.
 constexpr std::size_t slot_bytes = 4u << 20;
+
+// Says, under MPIFY_DEBUG, that the group goes to Gloo, and why (which ranks could not
+// open the memory, and what stopped them).
+void debug_gloo_instead(const std::string& why) {
+    if (debug_wanted()) debug_line("the shared-memory group cannot form (" + why + "); using Gloo");
+}
 
 // What a rank reports once it has tried to open the group's shared memory: "pid N", or
 // "! why not".
@@ -54,7 +63,8 @@ constexpr const char* refused_key = "mpify/shm/refused";
 
 // The segment in_ddp's caller made (s.segment), opened and met in by every rank, with
 // every rank's pid (by rank); none when a rank could not open it. A rank waiting there
-// for more than a moment connects to the store to look for such a refusal.
+// for more than a moment connects to the store to look for such a refusal. After one, not
+// every rank has been seen: the next backend waits for them to join at the store.
 std::optional<SharedSegment> join_segment_made_ahead(const FormingContext& c, std::vector<pid_t>& pids) {
     const DdpSettings& s = c.settings;
     std::optional<SharedSegment> segment;
@@ -62,7 +72,7 @@ std::optional<SharedSegment> join_segment_made_ahead(const FormingContext& c, st
         segment.emplace(SharedSegment::open(s.segment, s.world_size, s.rank));
     } catch (const std::exception& e) {
         const std::string why = fmt::format("rank {}: {}", s.rank, first_line_of(e));
-        if (debug_wanted()) debug_line("the shared-memory group cannot form (" + why + "); using Gloo");
+        debug_gloo_instead(why);
         c.store->set(refused_key, store::as_bytes(why));
         return std::nullopt;
     }
@@ -70,16 +80,11 @@ std::optional<SharedSegment> join_segment_made_ahead(const FormingContext& c, st
         if (call_stopping())
             throw Error(fmt::format("mpify::DdpGuard (rank {} of {}): {} while this rank waited for the others to "
                                     "join the group",
-                                    s.rank, s.world_size,
-                                    mpify::interrupt_requested() ? "the call was interrupted"
-                                                                 : "the call stopped its ranks (another rank "
-                                                                   "failed, or the timeout expired)"));
+                                    s.rank, s.world_size, why_the_call_stops()));
         return c.store->check({refused_key});
     });
     if (pids.empty()) {
-        if (debug_wanted())
-            debug_line("the shared-memory group cannot form (" + store::as_string(c.store->get(refused_key)) +
-                       "); using Gloo");
+        if (debug_wanted()) debug_gloo_instead(store::as_string(c.store->get(refused_key)));  // only then asked
         return std::nullopt;
     }
     c.log.reached("every rank joined the shared memory made ahead");
@@ -89,7 +94,7 @@ std::optional<SharedSegment> join_segment_made_ahead(const FormingContext& c, st
 // The segment made by rank 0 as the group forms, with every rank's pid (by rank): every
 // rank reports (with its pid) in one round of the store, the round where the group's ranks
 // join. None when some rank could not open the segment: every rank sees the same reports.
-std::optional<SharedSegment> form_segment_through_store(const FormingContext& c, std::vector<pid_t>& pids) {
+std::optional<SharedSegment> form_segment_through_store(FormingContext& c, std::vector<pid_t>& pids) {
     const DdpSettings& s = c.settings;
     std::string trouble;
     std::optional<SharedSegment> segment = make_or_open_segment(*c.store, s, trouble);
@@ -102,7 +107,8 @@ std::optional<SharedSegment> form_segment_through_store(const FormingContext& c,
         else failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", rank, reports[rank].substr(2));
     }
     if (!failures.empty()) {
-        if (debug_wanted()) debug_line("the shared-memory group cannot form (" + failures + "); using Gloo");
+        debug_gloo_instead(failures);
+        c.ranks_joined = true;  // every rank reported
         return std::nullopt;
     }
     segment->close_descriptor();  // every rank has its own mapping now
@@ -136,7 +142,7 @@ public:
 
     // Null when some rank could not open the segment: every rank learns it, and all of
     // them go on to the next backend (Gloo).
-    std::unique_ptr<FormedGroup> form(const FormingContext& c) const override {
+    std::unique_ptr<FormedGroup> form(FormingContext& c) const override {
         const DdpSettings& s = c.settings;
         std::vector<pid_t> pids;
         std::optional<SharedSegment> segment = s.segment.empty() ? form_segment_through_store(c, pids)
@@ -161,14 +167,17 @@ const CollectiveBackend& shared_memory_backend() {
     return backend;
 }
 
-std::optional<SharedSegment> segment_ahead_of_ranks(const DdpOptions& options, int n, const std::string& store) {
-    DdpSettings s;  // as the ranks will have them (settings_from_environment)
-    s.world_size = n;
-    s.local_world_size = n;
-    s.backend = options.backend;
-    s.gpus = options.gpus;
-    s.store = store;
+std::optional<SharedSegment> segment_ahead_of_ranks(const std::map<std::string, std::string>& environment, int n) {
+    const std::string ranks = std::to_string(n);
     try {
+        // As the caller's rank will find them: what ranch adds for it, what in_ddp gives
+        // every rank, what the process has.
+        const DdpSettings s = settings_from_variables([&](const char* name) -> const char* {
+            if (std::strcmp(name, "LOCAL_RANK") == 0) return "0";
+            if (std::strcmp(name, "LOCAL_WORLD_SIZE") == 0) return ranks.c_str();
+            const auto given = environment.find(name);
+            return given != environment.end() ? given->second.c_str() : std::getenv(name);
+        });
         if (&choose_backend(s) != &shared_memory_backend()) return std::nullopt;
         return SharedSegment::create(n, slot_bytes);
     } catch (const std::exception&) {  // the ranks form as they would without it, and say why
