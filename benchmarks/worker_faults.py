@@ -6,10 +6,11 @@ test: nothing is asserted).
 
 Runs `mpify_bench --group ROUNDS` under `perf record -e page-faults -c 1` (every fault of
 every process, children included) and counts, for rank 1 of each n = 2 call, the faults it
-took once it had read its call (the worker names itself "<program> r1" then): in_ddp(2,
-allreduce), ranch(2, tensors_alone) and ranch(2, noop). It prints the medians and, for
-in_ddp's workers, where the faults were: code or data, and in which file (anonymous memory
-is "anon"). Needs perf (Debian's linux-perf) and root or kernel.perf_event_paranoid <= 2.
+took once it had read its call (the worker names itself "<program> r1" then), for each of the
+calls --group makes in turn: in_ddp(2, allreduce), in_ddp(2, tensors_alone) (the group
+without its collective), ranch(2, meeting_floor), ranch(2, tensors_alone) and ranch(2, noop).
+It prints the medians and, for in_ddp's workers, where the faults were: code or data, and in
+which file (anonymous memory is "anon"), beside the tensor's and the meeting floor's. Needs perf (Debian's linux-perf) and root or kernel.perf_event_paranoid <= 2.
 """
 import argparse
 import collections
@@ -20,7 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-KINDS = ("in_ddp", "tensors_alone", "noop")
+# In the order mpify_bench --group makes them in each round.
+KINDS = ("in_ddp", "group", "meeting_floor", "tensors_alone", "noop")
 
 
 def record(bench, rounds, data):
@@ -57,22 +59,23 @@ def main():
         record(bench, args.rounds, data)
         workers = faults_of_rank_1(data)
     # mpify_bench --group: ranch(2, noop) to start the template, then for n = 2 a warm-up
-    # and `rounds` rounds of in_ddp, tensors_alone, noop in turn; n = 4 follows.
-    calls = workers[1:1 + 3 * (args.rounds + 1)]
-    if len(calls) < 3 * (args.rounds + 1):
+    # of each and `rounds` rounds of all of them in turn; n = 4 follows.
+    each_round = len(KINDS)
+    calls = workers[1:1 + each_round * (args.rounds + 1)]
+    if len(calls) < each_round * (args.rounds + 1):
         sys.exit(f"worker_faults.py: found {len(workers)} rank-1 processes, expected at least "
-                 f"{1 + 3 * (args.rounds + 1)}: is {bench} the --group of mpify_bench?")
-    by_kind = {kind: calls[i::3][1:] for i, kind in enumerate(KINDS)}  # without the warm-up
+                 f"{1 + each_round * (args.rounds + 1)}: is {bench} the --group of mpify_bench?")
+    by_kind = {kind: calls[i::each_round][1:] for i, kind in enumerate(KINDS)}  # without the warm-up
     print(f"page faults of rank 1 after reading its call, n = 2, medians of {args.rounds}")
     for kind in KINDS:
         print(f"  {kind:14s} {statistics.median(len(w) for w in by_kind[kind]):6.0f}")
-    print("in_ddp's rank 1, by where (mean per worker; tensors_alone's beside it):")
+    print("in_ddp's rank 1, by where (mean per worker; tensors_alone's and meeting_floor's beside it):")
     def tally(kind):
         counts = collections.Counter(place for w in by_kind[kind] for place in w)
         return {place: n / len(by_kind[kind]) for place, n in counts.items()}
-    group, tensors = tally("in_ddp"), tally("tensors_alone")
+    group, tensors, floor = tally("in_ddp"), tally("tensors_alone"), tally("meeting_floor")
     for (name, kind), n in sorted(group.items(), key=lambda item: -item[1])[:12]:
-        print(f"  {kind} {name:40s} {n:6.1f} {tensors.get((name, kind), 0):6.1f}")
+        print(f"  {kind} {name:40s} {n:6.1f} {tensors.get((name, kind), 0):6.1f} {floor.get((name, kind), 0):6.1f}")
 
 
 if __name__ == "__main__":
