@@ -5,7 +5,6 @@
 #include "contract/child_setup.hpp"
 #include "contract/process_contract.hpp"
 #include "worker/fork_for_parent.hpp"
-#include "worker/huge_page_collapse.hpp"
 #include "worker/serve.hpp"
 
 #include <dlfcn.h>
@@ -67,7 +66,6 @@ TemplateReply load_library_for_workers(const std::string& path, const std::strin
 std::size_t loaded_library_count() { return loaded_libraries().size(); }
 
 TemplateReply ready_to_fork(const ForkRequest& request) {
-    const std::size_t libraries_before = loaded_library_count();
     if (!request.library.empty()) {
         TemplateReply loaded = load_library_for_workers(request.library, request.library_origin);
         if (loaded.status != TemplateStatus::ok) return loaded;
@@ -77,13 +75,6 @@ TemplateReply ready_to_fork(const ForkRequest& request) {
                 fmt::format("the template has {} threads (started by a static initializer of the program or of a "
                             "library it loaded), and forking a process with threads is unsafe",
                             threads)};
-    // What the template's start, or a library it just loaded, allocated is copied into
-    // every fork from now on: as huge pages, that copy and each worker's exit are cheap.
-    static bool collapsed_once = false;  // the template is one thread
-    if (!collapsed_once || loaded_library_count() != libraries_before) {
-        collapse_private_memory_into_huge_pages();
-        collapsed_once = true;
-    }
     return {};
 }
 
